@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs, once, the system packages the tests and the conformance suite use on Debian.
+# Idempotent and quiet when everything is present. Needs root (or sudo) only when installing.
+set -euo pipefail
+need=()
+command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is required: install Rust (rustup) first" >&2
+  exit 1
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "installing: ${need[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

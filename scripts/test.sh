@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace. The README's test command; .ci/run calls it.
+# Installs what the tests need on a fresh Debian machine (system packages for native servers),
+# then runs the tests with cargo-nextest when present (plain cargo test otherwise) and doctests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+bash scripts/setup.sh
+
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast --failure-output final "$@"
+else
+  echo "cargo-nextest not found: running cargo test" >&2
+  cargo test --workspace --no-fail-fast --lib --bins --tests "$@"
+fi
+cargo test --workspace --doc

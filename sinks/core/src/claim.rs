@@ -1,0 +1,107 @@
+//! What a sink claims a replay becomes: [`Scenario`], [`Claim`], [`Description`].
+
+use serde::Serialize;
+
+/// The failure scenarios of the conformance suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// The runtime dies after `consume`, before the commit; a new sink instance gets the same batch.
+    ReplaySameBatch,
+    /// The replay has other boundaries (`[0..99]` then `[50..149]`).
+    ReplayRebatched,
+    /// The destination commits but the response never reaches the sink; the driver retries.
+    LostAck,
+    /// The destination is down for several attempts, then returns; the driver resumes.
+    Outage,
+    /// Several writers, different partitions, one destination, at once.
+    ConcurrentPartitions,
+    /// Two writers on one partition with overlapping batches at once (a rebalance).
+    ZombieWriter,
+    /// Malformed payload, oversized record, hostile topic names, extreme offsets.
+    BadInput,
+    /// The meter-readings reference workload, read back from the destination.
+    MeterReadings,
+}
+
+impl Scenario {
+    /// Every scenario, in table order.
+    pub const ALL: [Scenario; 8] = [
+        Scenario::ReplaySameBatch,
+        Scenario::ReplayRebatched,
+        Scenario::LostAck,
+        Scenario::Outage,
+        Scenario::ConcurrentPartitions,
+        Scenario::ZombieWriter,
+        Scenario::BadInput,
+        Scenario::MeterReadings,
+    ];
+
+    /// The scenario's id, as used on the command line and in the table.
+    pub fn id(self) -> &'static str {
+        match self {
+            Scenario::ReplaySameBatch => "replay-same-batch",
+            Scenario::ReplayRebatched => "replay-rebatched",
+            Scenario::LostAck => "lost-ack",
+            Scenario::Outage => "outage",
+            Scenario::ConcurrentPartitions => "concurrent-partitions",
+            Scenario::ZombieWriter => "zombie-writer",
+            Scenario::BadInput => "bad-input",
+            Scenario::MeterReadings => "meter-readings",
+        }
+    }
+
+    /// Looks a scenario up by its id.
+    pub fn from_id(id: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.id() == id)
+    }
+}
+
+/// What a sink claims the destination holds after a scenario. Loss is never claimable: every
+/// scenario also checks that every offset sent arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+pub enum Claim {
+    /// Every record is visible exactly once.
+    NoVisibleDuplicate,
+    /// A replay lands on the same entry and overwrites it (a point, a key); one visible copy.
+    OverwrittenInPlace,
+    /// Replayed records are visible again (append-only destinations, stdout).
+    Repeats,
+    /// The sink makes no claim for this scenario; the suite measures and reports.
+    Measured {
+        /// Why the sink cannot claim more.
+        why: String,
+    },
+}
+
+impl Claim {
+    /// Whether this claim promises at most one visible copy per record.
+    pub fn promises_single_copy(&self) -> bool {
+        matches!(self, Claim::NoVisibleDuplicate | Claim::OverwrittenInPlace)
+    }
+}
+
+/// A sink's own account of its mechanism and of what each scenario leaves behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Description {
+    /// Short sink name (`postgres`, `http`, ...).
+    pub sink: String,
+    /// The idempotency mechanism, in words.
+    pub mechanism: String,
+    /// The claim per scenario; scenarios not listed default to [`Description::default_claim`].
+    pub claims: Vec<(Scenario, Claim)>,
+    /// The claim for scenarios not listed in `claims`.
+    pub default_claim: Claim,
+}
+
+impl Description {
+    /// The claim for one scenario.
+    pub fn claim(&self, scenario: Scenario) -> &Claim {
+        self.claims
+            .iter()
+            .find(|(s, _)| *s == scenario)
+            .map(|(_, c)| c)
+            .unwrap_or(&self.default_claim)
+    }
+}

@@ -1,0 +1,141 @@
+//! Mapping HTTP answers onto the sink contract.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+/// What one POST came to.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// 2xx.
+    Stored,
+    /// Try the same request again later.
+    Retry {
+        message: String,
+        after: Option<Duration>,
+    },
+    /// The endpoint refuses this payload; split it or reject its records.
+    Refused { reason: String },
+    /// Configuration problem.
+    Fatal { message: String },
+}
+
+/// Classifies a status; `key` is named in messages where it matters.
+pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &str, key: &str) -> Outcome {
+    let snippet = snippet(body);
+    let after = retry_after(headers);
+    match status.as_u16() {
+        200..=299 => Outcome::Stored,
+        409 => Outcome::Retry {
+            message: format!("409: a request with Idempotency-Key {key} is still in flight"),
+            after,
+        },
+        408 | 425 | 429 | 500 | 502 | 503 | 504 => Outcome::Retry {
+            message: format!("{status}: {snippet}"),
+            after,
+        },
+        400 | 413 | 415 => Outcome::Refused {
+            reason: format!("{status}: {snippet}"),
+        },
+        422 => Outcome::Fatal {
+            message: format!(
+                "422: the endpoint has already seen Idempotency-Key {key} with another payload; \
+                 the batch content for this offset range changed (another namespace or body \
+                 format on the same endpoint?) — give this sink its own namespace: {snippet}"
+            ),
+        },
+        401 | 403 => Outcome::Fatal {
+            message: format!("{status}: check the credentials in the sink's headers: {snippet}"),
+        },
+        404 | 405 => Outcome::Fatal {
+            message: format!("{status}: check the sink's url (it must accept POST): {snippet}"),
+        },
+        _ if status.is_server_error() => Outcome::Retry {
+            message: format!("{status}: {snippet}"),
+            after,
+        },
+        _ => Outcome::Fatal {
+            message: format!("{status}: unexpected answer from the endpoint: {snippet}"),
+        },
+    }
+}
+
+/// `Retry-After` as delay-seconds or an HTTP-date.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+fn snippet(body: &str) -> String {
+    let mut s: String = body.chars().take(300).collect();
+    if s.len() < body.len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn statuses_map_to_the_contract() {
+        let h = HeaderMap::new();
+        let kind = |code: u16| match classify(StatusCode::from_u16(code).unwrap(), &h, "b", "\"k\"")
+        {
+            Outcome::Stored => "stored",
+            Outcome::Retry { .. } => "retry",
+            Outcome::Refused { .. } => "refused",
+            Outcome::Fatal { .. } => "fatal",
+        };
+        for (code, want) in [
+            (200, "stored"),
+            (201, "stored"),
+            (204, "stored"),
+            (409, "retry"),
+            (429, "retry"),
+            (503, "retry"),
+            (500, "retry"),
+            (400, "refused"),
+            (413, "refused"),
+            (422, "fatal"),
+            (401, "fatal"),
+            (404, "fatal"),
+            (418, "fatal"),
+        ] {
+            assert_eq!(kind(code), want, "status {code}");
+        }
+        match classify(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &h,
+            "",
+            "\"orders:0:0..=9\"",
+        ) {
+            Outcome::Fatal { message } => assert!(message.contains("\"orders:0:0..=9\"")),
+            other => panic!("422 must be fatal, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! stdout: a replay prints again with the identity visible; a closed pipe is fatal.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+use std::io::{self, Write};
+
+use pico_sink::identity::{RecordId, Scope};
+use pico_sink::{Batch, Envelope, Record, Sink, SinkError};
+use pico_sink_stdout::StdoutSink;
+
+fn batch() -> Batch {
+    Batch::new(
+        (0..3)
+            .map(|o| Record::new(RecordId::new("t", 0, o), format!("{{\"o\":{o}}}")))
+            .collect(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn replay_prints_again_and_identities_let_a_reader_dedupe() {
+    let mut sink = StdoutSink::to_writer(Vec::new(), Scope::default());
+    sink.consume(&batch()).await.unwrap();
+    // A new sink instance (a restarted process) gets the same batch.
+    let out = sink.into_writer();
+    let mut sink = StdoutSink::to_writer(out, Scope::default());
+    sink.consume(&batch()).await.unwrap();
+    let text = String::from_utf8(sink.into_writer()).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Envelope>(l).unwrap().pico_id)
+        .collect();
+    assert_eq!(ids.len(), 6, "printed twice");
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique, vec!["t:0:0", "t:0:1", "t:0:2"]);
+}
+
+struct ClosedPipe;
+impl Write for ClosedPipe {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_closed_pipe_is_fatal_and_says_so() {
+    let mut sink = StdoutSink::to_writer(ClosedPipe, Scope::default());
+    match sink.consume(&batch()).await {
+        Err(SinkError::Fatal { message }) => {
+            assert!(message.contains("output closed"), "{message}")
+        }
+        other => panic!("expected Fatal, got {other:?}"),
+    }
+}

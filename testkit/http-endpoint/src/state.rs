@@ -1,0 +1,57 @@
+//! What the endpoint holds: stored elements and the idempotency-key table.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Request counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// POST requests received.
+    pub posts: u64,
+    /// Requests that stored their elements.
+    pub stored_requests: u64,
+    /// Requests answered from the key table without storing (replays).
+    pub replayed: u64,
+    /// 409 answers (same key in flight).
+    pub in_flight_conflicts: u64,
+    /// 422 answers (key reused with another payload).
+    pub key_mismatches: u64,
+    /// 400 and 413 answers.
+    pub refused: u64,
+}
+
+/// The first answer given for a key.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+/// The state of one idempotency key.
+#[derive(Debug, Clone)]
+pub(crate) enum KeyEntry {
+    InFlight {
+        fingerprint: [u8; 32],
+    },
+    Done {
+        fingerprint: [u8; 32],
+        answer: Answer,
+    },
+}
+
+impl KeyEntry {
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        match self {
+            KeyEntry::InFlight { fingerprint } | KeyEntry::Done { fingerprint, .. } => fingerprint,
+        }
+    }
+}
+
+/// Everything behind the endpoint's mutex.
+#[derive(Debug, Default)]
+pub(crate) struct Inner {
+    pub records: Vec<serde_json::Value>,
+    pub keys: HashMap<String, KeyEntry>,
+    pub stats: Stats,
+}
