@@ -1,1 +1,30 @@
-//! Placeholder until the conformance crate lands.
+//! The pico-sinks conformance suite.
+//!
+//! It replays batches against real destinations and measures what a duplicate becomes, per sink
+//! and per failure scenario, counting loss against the set of offsets sent with zero tolerance.
+//! It generates `docs/duplicate-behaviour.md` and `.json`, the table users consult.
+//!
+//! The pieces:
+//! * [`target::Target`] — what a sink provides to be tested: provision its destination through a
+//!   [`provider::ProviderKind`], build sinks into an isolated table/index/bucket, read back what
+//!   the destination holds. Modelled on object_store's shared integration functions: every
+//!   scenario is written once, generic over targets, and gated on declared capabilities.
+//! * [`proxy::FaultProxy`] — a TCP proxy between sink and destination that loses
+//!   acknowledgements, refuses connections (outage) or adds latency.
+//! * [`ledger::Ledger`] — the identity counter outside the sink: what was sent, what was
+//!   dead-lettered, and the comparison with what was read back.
+//! * [`scenarios`] — replay-same-batch, replay-rebatched, lost-ack, outage,
+//!   concurrent-partitions, zombie-writer, bad-input.
+//! * [`report`] — results, verdicts against each sink's `describe()` claim, and the generated
+//!   table.
+
+pub mod fault;
+pub mod images;
+pub mod ledger;
+pub mod provider;
+pub mod proxy;
+pub mod report;
+pub mod runner;
+pub mod scenarios;
+pub mod target;
+pub mod targets;

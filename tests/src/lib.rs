@@ -1,1 +1,36 @@
-//! Workspace-level tests live in `tests/`.
+//! Workspace-level tests live in `tests/`; this library only locates the workspace root.
+
+use std::path::PathBuf;
+
+/// The workspace root (the folder holding the top-level `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+/// Names of every sink crate under `sinks/` (the contract crate `pico-sink` excluded).
+pub fn sink_crates() -> Vec<String> {
+    let mut names = Vec::new();
+    let Ok(dirs) = std::fs::read_dir(workspace_root().join("sinks")) else {
+        return names;
+    };
+    for dir in dirs.flatten() {
+        let Ok(manifest) = std::fs::read_to_string(dir.path().join("Cargo.toml")) else {
+            continue;
+        };
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'));
+        if let Some(name) = name.filter(|n| *n != "pico-sink") {
+            names.push(name.to_owned());
+        }
+    }
+    names.sort();
+    names
+}
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

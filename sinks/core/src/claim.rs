@@ -1,9 +1,9 @@
 //! What a sink claims a replay becomes: [`Scenario`], [`Claim`], [`Description`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The failure scenarios of the conformance suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scenario {
     /// The runtime dies after `consume`, before the commit; a new sink instance gets the same batch.
@@ -59,7 +59,7 @@ impl Scenario {
 
 /// What a sink claims the destination holds after a scenario. Loss is never claimable: every
 /// scenario also checks that every offset sent arrived.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Claim {
     /// Every record is visible exactly once.

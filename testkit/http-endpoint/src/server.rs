@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -38,15 +39,18 @@ pub struct EndpointConfig {
     pub processing_delay: Duration,
     /// Largest element accepted, in bytes of its JSON; larger makes the request 413.
     pub max_element_bytes: usize,
+    /// Largest request body read; larger makes the request 413 before it is parsed.
+    pub max_body_bytes: usize,
 }
 
 impl EndpointConfig {
-    /// Settings with a key policy, no delay, elements up to 1 MiB.
+    /// Settings with a key policy, no delay, elements up to 1 MiB, bodies up to 64 MiB.
     pub fn new(policy: KeyPolicy) -> Self {
         Self {
             policy,
             processing_delay: Duration::ZERO,
             max_element_bytes: 1 << 20,
+            max_body_bytes: 64 << 20,
         }
     }
 }
@@ -82,6 +86,7 @@ impl Endpoint {
     pub async fn start_on(addr: SocketAddr, config: EndpointConfig) -> io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        let max_body = config.max_body_bytes;
         let shared = Shared {
             config: Arc::new(config),
             inner: Arc::default(),
@@ -90,6 +95,7 @@ impl Endpoint {
             .route("/ingest", post(ingest))
             .route("/records", get(records))
             .route("/stats", get(stats))
+            .layer(DefaultBodyLimit::max(max_body))
             .with_state(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -127,9 +133,14 @@ impl Endpoint {
         self.shared.config.policy
     }
 
-    /// Stored elements (also served at `GET /records`).
+    /// Stored elements, parsed (served verbatim at `GET /records`).
     pub fn stored(&self) -> Vec<serde_json::Value> {
-        self.shared.lock().records.clone()
+        self.shared
+            .lock()
+            .records
+            .iter()
+            .filter_map(|raw| serde_json::from_str(raw.get()).ok())
+            .collect()
     }
 
     /// Request counters (also served at `GET /stats`).
@@ -188,12 +199,12 @@ fn parse_elements(
     headers: &HeaderMap,
     body: &[u8],
     max_element_bytes: usize,
-) -> Result<Vec<serde_json::Value>, (StatusCode, String)> {
+) -> Result<Vec<Box<RawValue>>, (StatusCode, String)> {
     let ndjson = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-ndjson"));
-    let raw: Vec<Box<serde_json::value::RawValue>> = if ndjson {
+    let raw: Vec<Box<RawValue>> = if ndjson {
         body.split(|b| *b == b'\n')
             .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
             .enumerate()
@@ -227,7 +238,7 @@ fn parse_elements(
                 ));
             }
             match serde_json::from_str::<serde_json::Value>(element.get()) {
-                Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+                Ok(serde_json::Value::Object(_)) => Ok(element),
                 _ => Err((
                     StatusCode::BAD_REQUEST,
                     format!("element {i} is not a JSON object"),

@@ -51,7 +51,8 @@ impl KeyEntry {
 /// Everything behind the endpoint's mutex.
 #[derive(Debug, Default)]
 pub(crate) struct Inner {
-    pub records: Vec<serde_json::Value>,
+    /// Elements exactly as received.
+    pub records: Vec<Box<serde_json::value::RawValue>>,
     pub keys: HashMap<String, KeyEntry>,
     pub stats: Stats,
 }

@@ -1,0 +1,142 @@
+//! [`Ledger`]: the identity counter outside the sink.
+//!
+//! It records every record sent (with a checksum of its value) and every record the driver
+//! dead-lettered, and compares that with what the destination holds: visible duplicates, loss
+//! (zero tolerance, every missing offset named), corrupted payloads and foreign rows.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use pico_sink::identity::{BatchId, RecordId};
+use pico_sink::{Batch, DriverHooks, RejectedRecord};
+use serde::{Deserialize, Serialize};
+
+use crate::target::{Readback, checksum};
+
+/// What was sent and dead-lettered.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    sent: BTreeMap<RecordId, u64>,
+    dead: BTreeMap<RecordId, String>,
+    committed: Vec<BatchId>,
+}
+
+/// The comparison of a ledger with a read-back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Distinct records sent (a record sent twice counts once).
+    pub sent: usize,
+    /// Rows read back (visible).
+    pub read: usize,
+    /// Distinct sent records found.
+    pub distinct: usize,
+    /// Visible rows beyond the first copy of each record.
+    pub visible_duplicates: usize,
+    /// Records with more than one visible copy.
+    pub repeated_records: usize,
+    /// Physical rows beyond the distinct records, where the destination tells them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_duplicates: Option<u64>,
+    /// Records neither read back nor dead-lettered (canonical ids).
+    pub lost: Vec<String>,
+    /// Records the sink rejected, with the reason (canonical id, reason).
+    pub dead_lettered: Vec<(String, String)>,
+    /// Records read back with another value than was sent.
+    pub corrupted: Vec<String>,
+    /// Rows whose identity was never sent.
+    pub foreign: usize,
+    /// Observations of the scenario (attempts, faults injected).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Ledger {
+    /// Records a batch as sent.
+    pub fn sent(&mut self, batch: &Batch) {
+        for r in batch.records() {
+            self.sent.insert(r.id.clone(), checksum(&r.value));
+        }
+    }
+
+    /// Records rejected records.
+    pub fn dead_lettered(&mut self, records: &[RejectedRecord]) {
+        for r in records {
+            self.dead.insert(r.id.clone(), r.reason.clone());
+        }
+    }
+
+    /// Batches committed so far.
+    pub fn committed(&self) -> &[BatchId] {
+        &self.committed
+    }
+
+    /// Compares with what the destination holds.
+    pub fn compare(&self, back: &Readback) -> Measured {
+        let mut copies: HashMap<&RecordId, usize> = HashMap::new();
+        let mut corrupted = Vec::new();
+        let mut foreign = 0;
+        for row in &back.rows {
+            match self.sent.get(&row.id) {
+                Some(sum) => {
+                    let n = copies.entry(&row.id).or_default();
+                    *n += 1;
+                    if *sum != row.checksum && *n == 1 {
+                        corrupted.push(row.id.to_string());
+                    }
+                }
+                None => foreign += 1,
+            }
+        }
+        let lost = self
+            .sent
+            .keys()
+            .filter(|id| !copies.contains_key(id) && !self.dead.contains_key(*id))
+            .map(ToString::to_string)
+            .collect();
+        let distinct = copies.len();
+        Measured {
+            sent: self.sent.len(),
+            read: back.rows.len(),
+            distinct,
+            visible_duplicates: copies.values().map(|n| n - 1).sum(),
+            repeated_records: copies.values().filter(|n| **n > 1).count(),
+            physical_duplicates: back
+                .physical_rows
+                .map(|p| p.saturating_sub(distinct as u64)),
+            lost,
+            dead_lettered: self
+                .dead
+                .iter()
+                .map(|(id, why)| (id.to_string(), why.clone()))
+                .collect(),
+            corrupted,
+            foreign,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A shareable ledger that also serves as the driver's hooks.
+#[derive(Debug, Clone, Default)]
+pub struct SharedLedger(Arc<Mutex<Ledger>>);
+
+impl SharedLedger {
+    /// Locks the ledger.
+    pub fn lock(&self) -> MutexGuard<'_, Ledger> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl DriverHooks for SharedLedger {
+    async fn commit(&mut self, batch: &BatchId) -> Result<(), String> {
+        self.lock().committed.push(batch.clone());
+        Ok(())
+    }
+
+    async fn dead_letter(&mut self, records: &[RejectedRecord]) -> Result<(), String> {
+        self.lock().dead_lettered(records);
+        Ok(())
+    }
+}

@@ -1,0 +1,231 @@
+//! [`FaultProxy`]: a TCP proxy between a sink and its destination that can lose
+//! acknowledgements, refuse connections, or add latency.
+//!
+//! Losing an acknowledgement: when the client sends bytes containing the trigger (or any bytes,
+//! without one), the proxy forwards them, waits for the destination's first answer bytes — the
+//! destination has processed the request by then — and cuts both sides without forwarding them.
+//! The sink sees a broken connection; the destination has committed.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{AbortHandle, JoinHandle};
+use tracing::debug;
+
+use crate::fault::{FaultMode, FaultStats, FaultSwitch};
+
+struct Shared {
+    upstream: SocketAddr,
+    mode: Mutex<FaultMode>,
+    stats: Mutex<FaultStats>,
+    connections: Mutex<Vec<AbortHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running proxy on 127.0.0.1 in front of one upstream address.
+pub struct FaultProxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy on a free port in front of `upstream`.
+    pub async fn start(upstream: SocketAddr) -> io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            upstream,
+            mode: Mutex::new(FaultMode::Pass),
+            stats: Mutex::new(FaultStats::default()),
+            connections: Mutex::new(Vec::new()),
+        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(Self {
+            addr,
+            shared,
+            accept,
+        })
+    }
+
+    /// The address sinks connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The destination behind the proxy.
+    pub fn upstream(&self) -> SocketAddr {
+        self.shared.upstream
+    }
+
+    /// Cuts every open connection; returns how many were still open.
+    fn cut_all(&self) -> u64 {
+        let mut cut = 0;
+        for handle in lock(&self.shared.connections).drain(..) {
+            if !handle.is_finished() {
+                cut += 1;
+            }
+            handle.abort();
+        }
+        cut
+    }
+}
+
+impl FaultSwitch for FaultProxy {
+    fn set(&self, mode: FaultMode) {
+        let refuse = mode == FaultMode::Refuse;
+        *lock(&self.shared.mode) = mode;
+        if refuse {
+            // Open (pooled) connections would bypass the outage: cut them too.
+            let cut = self.cut_all();
+            lock(&self.shared.stats).refused += cut;
+        }
+    }
+
+    fn stats(&self) -> FaultStats {
+        *lock(&self.shared.stats)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let _ = self.cut_all();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            continue;
+        };
+        if *lock(&shared.mode) == FaultMode::Refuse {
+            lock(&shared.stats).refused += 1;
+            drop(client);
+            continue;
+        }
+        let task = tokio::spawn(connection(client, shared.clone()));
+        let mut conns = lock(&shared.connections);
+        conns.retain(|h| !h.is_finished());
+        conns.push(task.abort_handle());
+    }
+}
+
+async fn connection(client: TcpStream, shared: Arc<Shared>) {
+    let Ok(server) = TcpStream::connect(shared.upstream).await else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let armed = Arc::new(AtomicBool::new(false));
+    // Both directions run in this one task, so aborting it (an outage) stops both.
+    let up = client_to_server(client_read, server_write, shared.clone(), armed.clone());
+    let down = server_to_client(server_read, client_write, &shared, &armed);
+    tokio::pin!(up);
+    tokio::pin!(down);
+    let flow = tokio::select! {
+        flow = &mut down => flow,
+        () = &mut up => down.await,
+    };
+    if flow == Flow::Cut {
+        debug!("acknowledgement cut");
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Closed,
+    Cut,
+}
+
+async fn delay(shared: &Shared) {
+    let millis = match *lock(&shared.mode) {
+        FaultMode::Latency { millis } => millis,
+        _ => 0,
+    };
+    if millis > 0 {
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+    }
+}
+
+async fn client_to_server(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    shared: Arc<Shared>,
+    armed: Arc<AtomicBool>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    // The end of the previous chunk, so a trigger split across two reads is still seen.
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        delay(&shared).await;
+        {
+            let mut mode = lock(&shared.mode);
+            if let FaultMode::LoseNextAck { trigger } = &*mode {
+                let hit = match trigger {
+                    None => true,
+                    Some(t) => {
+                        let mut window = std::mem::take(&mut tail);
+                        window.extend_from_slice(&buf[..n]);
+                        let found = contains(&window, t);
+                        let keep = t.len().saturating_sub(1).min(window.len());
+                        tail = window[window.len() - keep..].to_vec();
+                        found
+                    }
+                };
+                if hit {
+                    armed.store(true, Ordering::SeqCst);
+                    *mode = FaultMode::Pass;
+                }
+            }
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+async fn server_to_client(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    shared: &Shared,
+    armed: &AtomicBool,
+) -> Flow {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if armed.load(Ordering::SeqCst) {
+            lock(&shared.stats).acks_lost += 1;
+            return Flow::Cut;
+        }
+        delay(shared).await;
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
+    Flow::Closed
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}

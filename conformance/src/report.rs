@@ -1,0 +1,399 @@
+//! Results, verdicts against each sink's claims, and the generated table.
+//!
+//! The JSON file is the record of a run; the Markdown file is rendered from it alone
+//! ([`render_markdown`]), so the two always agree and neither is edited by hand.
+
+use std::fmt::Write as _;
+
+use pico_sink::{Claim, Scenario};
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::Measured;
+use crate::provider::ProviderKind;
+use crate::target::ServerInfo;
+
+/// How a scenario's measurement compares with the sink's claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "why")]
+pub enum Verdict {
+    /// Measured behaviour matches the claim, nothing lost.
+    Pass,
+    /// The sink claimed at most one visible copy and the destination shows more.
+    Contradicted(String),
+    /// Records were sent, not dead-lettered, and are not in the destination.
+    Lost(String),
+    /// Corrupted or foreign rows, or the scenario could not be carried out.
+    Failed(String),
+    /// The destination lacks what the scenario needs.
+    NotApplicable(String),
+}
+
+impl Verdict {
+    /// Whether this verdict fails the run.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Contradicted(_) | Verdict::Lost(_) | Verdict::Failed(_)
+        )
+    }
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioReport {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// What the sink claims for it.
+    pub claim: Claim,
+    /// The outcome in plain words.
+    pub outcome: String,
+    /// Claim versus measurement.
+    pub verdict: Verdict,
+    /// The figures, when the scenario ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// Whether a target ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "reason")]
+pub enum TargetStatus {
+    /// It ran against a real destination.
+    Verified,
+    /// No provider could serve it here.
+    NotVerifiedHere(String),
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetReport {
+    /// Target name.
+    pub target: String,
+    /// Crate under test.
+    pub sink_crate: String,
+    /// Whether it ran.
+    pub status: TargetStatus,
+    /// The sink's mechanism, from `describe()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Provider used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderKind>,
+    /// Server it ran against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
+    /// Date of the run (UTC, YYYY-MM-DD).
+    pub date: String,
+    /// Per scenario.
+    pub scenarios: Vec<ScenarioReport>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The tool and version that wrote it.
+    pub generated_by: String,
+    /// Per target, in run order.
+    pub targets: Vec<TargetReport>,
+}
+
+impl Report {
+    /// An empty report stamped with this tool.
+    pub fn new() -> Self {
+        Self {
+            generated_by: format!("pico-conformance {}", env!("CARGO_PKG_VERSION")),
+            targets: Vec::new(),
+        }
+    }
+
+    /// Replaces what `newer` covers (per target, per scenario), keeping the rest.
+    pub fn merge(&mut self, newer: Report) {
+        for t in newer.targets {
+            match self.targets.iter_mut().find(|o| o.target == t.target) {
+                None => self.targets.push(t),
+                Some(old) if t.status != TargetStatus::Verified => *old = t,
+                Some(old) => {
+                    if old.status != TargetStatus::Verified {
+                        old.scenarios.clear();
+                    }
+                    for s in t.scenarios {
+                        match old.scenarios.iter_mut().find(|o| o.scenario == s.scenario) {
+                            Some(o) => *o = s,
+                            None => old.scenarios.push(s),
+                        }
+                    }
+                    old.scenarios.sort_by_key(|s| s.scenario);
+                    old.status = t.status;
+                    old.mechanism = t.mechanism;
+                    old.provider = t.provider;
+                    old.server = t.server;
+                    old.date = t.date;
+                }
+            }
+        }
+        self.generated_by = newer.generated_by;
+    }
+
+    /// Every failing cell, as `target/scenario: verdict`.
+    pub fn failures(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .flat_map(|t| {
+                t.scenarios
+                    .iter()
+                    .filter(|s| s.verdict.is_failure())
+                    .map(move |s| format!("{}/{}: {}", t.target, s.scenario.id(), s.outcome))
+            })
+            .collect()
+    }
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Short words for a claim.
+pub fn claim_words(claim: &Claim) -> String {
+    match claim {
+        Claim::NoVisibleDuplicate => "no visible duplicate".into(),
+        Claim::OverwrittenInPlace => "overwritten in place".into(),
+        Claim::Repeats => "repeats".into(),
+        Claim::Measured { why } => format!("measured only ({why})"),
+    }
+}
+
+/// The outcome in plain words, and the verdict against `claim`.
+pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
+    let mut words = Vec::new();
+    let verdict;
+    if !m.lost.is_empty() {
+        words.push(format!("LOST {}: {}", m.lost.len(), list(&m.lost)));
+        verdict = Verdict::Lost(format!("missing {}", list(&m.lost)));
+    } else if !m.corrupted.is_empty() || m.foreign > 0 {
+        let why = format!(
+            "{} corrupted ({}), {} foreign rows",
+            m.corrupted.len(),
+            list(&m.corrupted),
+            m.foreign
+        );
+        words.push(why.clone());
+        verdict = Verdict::Failed(why);
+    } else if m.visible_duplicates > 0 {
+        words.push(format!(
+            "{} rows repeat ({} records)",
+            m.visible_duplicates, m.repeated_records
+        ));
+        verdict = if claim.promises_single_copy() {
+            Verdict::Contradicted(format!(
+                "claims {}, {} rows repeat",
+                claim_words(claim),
+                m.visible_duplicates
+            ))
+        } else {
+            Verdict::Pass
+        };
+    } else {
+        words.push(match claim {
+            Claim::OverwrittenInPlace => "overwritten in place".to_owned(),
+            _ => "no visible duplicate".to_owned(),
+        });
+        verdict = Verdict::Pass;
+    }
+    if let Some(p) = m.physical_duplicates.filter(|p| *p > 0) {
+        words.push(format!("{p} physical duplicates before merge"));
+    }
+    if !m.dead_lettered.is_empty() {
+        let ids: Vec<String> = m.dead_lettered.iter().map(|(id, _)| id.clone()).collect();
+        words.push(format!(
+            "rejected {}: {} ({})",
+            m.dead_lettered.len(),
+            list(&ids),
+            truncate(&m.dead_lettered[0].1, 60)
+        ));
+    }
+    (words.join("; "), verdict)
+}
+
+fn list(items: &[String]) -> String {
+    let shown: Vec<String> = items.iter().take(3).map(|s| truncate(s, 40)).collect();
+    let more = items.len().saturating_sub(3);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn mark(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "✓",
+        Verdict::Contradicted(_) => "✗ contradicts claim",
+        Verdict::Lost(_) => "✗ LOSS",
+        Verdict::Failed(_) => "✗ failed",
+        Verdict::NotApplicable(_) => "n/a",
+    }
+}
+
+/// Renders the Markdown table from a report.
+pub fn render_markdown(report: &Report) -> String {
+    let mut scenarios: Vec<Scenario> = report
+        .targets
+        .iter()
+        .flat_map(|t| t.scenarios.iter().map(|s| s.scenario))
+        .collect();
+    scenarios.sort();
+    scenarios.dedup();
+
+    let mut md = String::new();
+    let _ = writeln!(md, "# Duplicate behaviour per sink and failure scenario\n");
+    let _ = writeln!(
+        md,
+        "Generated by `{}` from `duplicate-behaviour.json`; do not edit by hand \
+         (regenerate with `cargo run -p pico-conformance -- run`).\n",
+        report.generated_by
+    );
+    let _ = writeln!(
+        md,
+        "Each cell is what the destination held after the scenario, read back from the \
+         destination itself and compared with an offset counter kept outside the sink: visible \
+         duplicates, records lost (zero tolerance), records rejected with their offsets. \
+         ✓ means the measurement agrees with the sink's own `describe()` claim.\n"
+    );
+    let _ = writeln!(md, "## Summary\n");
+    let mut header = "| sink | provider | server |".to_owned();
+    let mut rule = "|---|---|---|".to_owned();
+    for s in &scenarios {
+        let _ = write!(header, " {} |", s.id());
+        rule.push_str("---|");
+    }
+    let _ = writeln!(md, "{header}\n{rule}");
+    for t in report
+        .targets
+        .iter()
+        .filter(|t| t.status == TargetStatus::Verified)
+    {
+        let server = t
+            .server
+            .as_ref()
+            .map(|s| format!("{} {}", s.name, s.version))
+            .unwrap_or_default();
+        let provider = t.provider.map(|p| p.to_string()).unwrap_or_default();
+        let _ = write!(
+            md,
+            "| {} | {} | {} |",
+            cell(&t.target),
+            provider,
+            cell(&server)
+        );
+        for s in &scenarios {
+            match t.scenarios.iter().find(|r| r.scenario == *s) {
+                Some(r) => {
+                    let _ = write!(md, " {} {} |", cell(&r.outcome), mark(&r.verdict));
+                }
+                None => md.push_str(" not run |"),
+            }
+        }
+        md.push('\n');
+    }
+
+    let skipped: Vec<&TargetReport> = report
+        .targets
+        .iter()
+        .filter(|t| t.status != TargetStatus::Verified)
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(md, "\n## Not verified here\n");
+        let _ = writeln!(md, "| sink | crate | reason | date |\n|---|---|---|---|");
+        for t in skipped {
+            if let TargetStatus::NotVerifiedHere(reason) = &t.status {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | not verified here: {} | {} |",
+                    cell(&t.target),
+                    t.sink_crate,
+                    cell(reason),
+                    t.date
+                );
+            }
+        }
+    }
+
+    let _ = writeln!(md, "\n## Details\n");
+    for t in report
+        .targets
+        .iter()
+        .filter(|t| t.status == TargetStatus::Verified)
+    {
+        let _ = writeln!(md, "### {} (`{}`)\n", t.target, t.sink_crate);
+        if let Some(m) = &t.mechanism {
+            let _ = writeln!(md, "Mechanism: {m}\n");
+        }
+        if let (Some(p), Some(s)) = (t.provider, &t.server) {
+            let _ = writeln!(
+                md,
+                "Ran on {} {} through the {p} provider, {}.\n",
+                s.name, s.version, t.date
+            );
+        }
+        let _ = writeln!(
+            md,
+            "| scenario | claim | outcome | verdict | sent | read | duplicates | lost | rejected | notes |\n\
+             |---|---|---|---|---|---|---|---|---|---|"
+        );
+        for r in &t.scenarios {
+            let verdict = match &r.verdict {
+                Verdict::Pass => "pass".to_owned(),
+                Verdict::Contradicted(w) => format!("CONTRADICTED: {w}"),
+                Verdict::Lost(w) => format!("LOSS: {w}"),
+                Verdict::Failed(w) => format!("FAILED: {w}"),
+                Verdict::NotApplicable(w) => format!("not applicable: {w}"),
+            };
+            match &r.measured {
+                Some(m) => {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                        r.scenario.id(),
+                        cell(&claim_words(&r.claim)),
+                        cell(&r.outcome),
+                        cell(&verdict),
+                        m.sent,
+                        m.read,
+                        m.visible_duplicates,
+                        m.lost.len(),
+                        m.dead_lettered.len(),
+                        cell(&m.notes.join("; "))
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {} | | | | | | |",
+                        r.scenario.id(),
+                        cell(&claim_words(&r.claim)),
+                        cell(&r.outcome),
+                        cell(&verdict)
+                    );
+                }
+            }
+        }
+        md.push('\n');
+    }
+    md
+}

@@ -1,0 +1,56 @@
+//! lost-ack: the destination commits, the answer never reaches the sink, the driver retries.
+
+use crate::fault::FaultMode;
+
+use super::{Ctx, ScenarioError, TOPIC, sample_batch};
+
+/// Arms a lost acknowledgement, checks that the sink saw an error while the destination holds
+/// the batch, then lets the driver retry the same batch with the same sink instance.
+pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
+    let mut under_test = ctx.new_sink().await?;
+    let Some(faults) = under_test.faults.clone() else {
+        return Err(ScenarioError::NotApplicable(
+            "no fault path between sink and destination".into(),
+        ));
+    };
+    let batch = sample_batch(TOPIC, 0, 0..=99);
+    ctx.ledger.lock().sent(&batch);
+    faults.set(FaultMode::LoseNextAck {
+        trigger: ctx.dest.lost_ack_trigger(),
+    });
+    let first = under_test.sink.consume(&batch).await;
+    faults.set(FaultMode::Pass);
+    let err = match first {
+        Ok(_) => {
+            return Err(ScenarioError::Failed(
+                "the acknowledgement was not lost: consume succeeded".into(),
+            ));
+        }
+        Err(e) => e,
+    };
+    let held = ctx
+        .dest
+        .read_back(&ctx.isolation)
+        .await
+        .map_err(|e| ScenarioError::Failed(format!("reading back after the cut: {e}")))?
+        .rows
+        .len();
+    if held < batch.len() {
+        return Err(ScenarioError::Failed(format!(
+            "the destination holds {held} of {} records after the cut: it had not committed",
+            batch.len()
+        )));
+    }
+    ctx.notes.push(format!(
+        "ack cut {} time(s); the sink saw: {err}; the destination already held all {} records",
+        faults.stats().acks_lost,
+        batch.len()
+    ));
+    let mut driver = pico_sink::Driver::with_policy(under_test.sink, ctx.policy.clone());
+    let delivered = ctx.deliver(&mut driver, &batch).await?;
+    ctx.notes.push(format!(
+        "retry reported {} written, {} already present",
+        delivered.report.written, delivered.report.already_present
+    ));
+    Ok(())
+}

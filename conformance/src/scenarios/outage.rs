@@ -1,0 +1,53 @@
+//! outage: the destination is unreachable for several attempts, then returns.
+
+use std::time::Duration;
+
+use crate::fault::FaultMode;
+
+use super::{Ctx, ScenarioError, TOPIC, sample_batch};
+
+/// How long the destination stays unreachable: with the spec's backoff (attempts at 0, 0.2,
+/// 0.6, 1.4, 3.0 s) the first three attempts fail and the fourth succeeds.
+pub const OUTAGE: Duration = Duration::from_millis(1000);
+
+/// Refuses connections for [`OUTAGE`] while the driver delivers, then delivers one more batch.
+pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
+    let under_test = ctx.new_sink().await?;
+    let Some(faults) = under_test.faults.clone() else {
+        return Err(ScenarioError::NotApplicable(
+            "no fault path between sink and destination".into(),
+        ));
+    };
+    let mut driver = pico_sink::Driver::with_policy(under_test.sink, ctx.policy.clone());
+    ctx.deliver(&mut driver, &sample_batch(TOPIC, 0, 0..=49))
+        .await?;
+    faults.set(FaultMode::Refuse);
+    let restore = {
+        let faults = faults.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(OUTAGE).await;
+            faults.set(FaultMode::Pass);
+        })
+    };
+    let during = ctx
+        .deliver(&mut driver, &sample_batch(TOPIC, 0, 50..=149))
+        .await;
+    restore
+        .await
+        .map_err(|e| ScenarioError::Failed(format!("outage timer: {e}")))?;
+    let during = during?;
+    if during.attempts < 2 {
+        return Err(ScenarioError::Failed(
+            "the outage did not make any attempt fail".into(),
+        ));
+    }
+    ctx.deliver(&mut driver, &sample_batch(TOPIC, 0, 150..=199))
+        .await?;
+    ctx.notes.push(format!(
+        "destination down {} ms: {} attempts for the batch during the outage ({} refused writes/connections)",
+        OUTAGE.as_millis(),
+        during.attempts,
+        faults.stats().refused
+    ));
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! zombie-writer: two writers own one partition at once during a rebalance and write
+//! overlapping ranges concurrently.
+
+use super::{Ctx, ScenarioError, TOPIC, deliver, sample_batch};
+
+/// Writer A delivers `[0..=99]`, `[100..=199]`; writer B, at the same time, `[50..=149]`,
+/// `[150..=199]`.
+pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
+    let mut a = ctx.new_driver().await?;
+    let mut b = ctx.new_driver().await?;
+    let (la, lb) = (ctx.ledger.clone(), ctx.ledger.clone());
+    let writer_a = tokio::spawn(async move {
+        for range in [0..=99, 100..=199] {
+            deliver(&mut a, &sample_batch(TOPIC, 0, range), &la).await?;
+        }
+        Ok::<_, ScenarioError>(())
+    });
+    let writer_b = tokio::spawn(async move {
+        for range in [50..=149, 150..=199] {
+            deliver(&mut b, &sample_batch(TOPIC, 0, range), &lb).await?;
+        }
+        Ok::<_, ScenarioError>(())
+    });
+    let (ra, rb) = tokio::join!(writer_a, writer_b);
+    ra.map_err(|e| ScenarioError::Failed(format!("writer A: {e}")))??;
+    rb.map_err(|e| ScenarioError::Failed(format!("writer B: {e}")))??;
+    ctx.notes
+        .push("A: [0..=99],[100..=199]; B: [50..=149],[150..=199]; concurrently".into());
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! One target per sink (per destination flavour). Adding a sink to the suite means adding one
+//! module here and one line to [`all`].
+
+mod http;
+mod stdout;
+
+use pico_sink::Envelope;
+use pico_sink::identity::Scope;
+
+use crate::target::{ReadRow, Target, checksum};
+
+pub use http::HttpTarget;
+pub use stdout::StdoutTarget;
+
+/// Every target, in table order.
+pub fn all() -> Vec<Box<dyn Target>> {
+    vec![
+        Box::new(StdoutTarget),
+        Box::new(HttpTarget::honouring()),
+        Box::new(HttpTarget::ignoring()),
+    ]
+}
+
+/// Reads an envelope (stdout line, HTTP element) back into a row.
+pub(crate) fn row_from_envelope(envelope: &Envelope) -> Result<ReadRow, String> {
+    let record = envelope
+        .to_record(&Scope::default())
+        .map_err(|e| format!("stored element is not a valid envelope: {e}"))?;
+    Ok(ReadRow {
+        id: record.id,
+        checksum: checksum(&record.value),
+    })
+}
