@@ -6,6 +6,13 @@ need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# PostgreSQL server binaries: the conformance suite's native provider starts throwaway clusters.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+  # Only the binaries are wanted: no cluster on port 5432.
+  mkdir -p /etc/postgresql-common 2>/dev/null && [ -w /etc/postgresql-common ] &&
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required: install Rust (rustup) first" >&2
   exit 1

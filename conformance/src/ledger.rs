@@ -12,11 +12,12 @@ use pico_sink::identity::{BatchId, RecordId};
 use pico_sink::{Batch, DriverHooks, RejectedRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::target::{Readback, checksum};
+use crate::target::{PayloadForm, Readback, payload_checksum};
 
 /// What was sent and dead-lettered.
 #[derive(Debug, Default)]
 pub struct Ledger {
+    form: PayloadForm,
     sent: BTreeMap<RecordId, u64>,
     dead: BTreeMap<RecordId, String>,
     committed: Vec<BatchId>,
@@ -52,10 +53,19 @@ pub struct Measured {
 }
 
 impl Ledger {
+    /// A ledger comparing payloads in `form`.
+    pub fn new(form: PayloadForm) -> Self {
+        Self {
+            form,
+            ..Self::default()
+        }
+    }
+
     /// Records a batch as sent.
     pub fn sent(&mut self, batch: &Batch) {
         for r in batch.records() {
-            self.sent.insert(r.id.clone(), checksum(&r.value));
+            self.sent
+                .insert(r.id.clone(), payload_checksum(self.form, &r.value));
         }
     }
 
@@ -122,6 +132,11 @@ impl Ledger {
 pub struct SharedLedger(Arc<Mutex<Ledger>>);
 
 impl SharedLedger {
+    /// A ledger comparing payloads in `form`.
+    pub fn new(form: PayloadForm) -> Self {
+        Self(Arc::new(Mutex::new(Ledger::new(form))))
+    }
+
     /// Locks the ledger.
     pub fn lock(&self) -> MutexGuard<'_, Ledger> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())

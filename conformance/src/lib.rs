@@ -26,5 +26,6 @@ pub mod proxy;
 pub mod report;
 pub mod runner;
 pub mod scenarios;
+pub mod servers;
 pub mod target;
 pub mod targets;

@@ -47,7 +47,7 @@ pub struct SinkUnderTest {
 pub struct ReadRow {
     /// Identity parsed from what the destination holds.
     pub id: RecordId,
-    /// [`checksum`] of the stored value.
+    /// [`payload_checksum`] of the stored value, in the destination's [`PayloadForm`].
     pub checksum: u64,
 }
 
@@ -67,11 +67,52 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     })
 }
 
+/// How a destination stores payloads, and so how sent and stored payloads are compared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PayloadForm {
+    /// Byte for byte.
+    #[default]
+    Exact,
+    /// As parsed JSON (jsonb and document stores normalize whitespace, key order and
+    /// escapes): both sides are compared in canonical form (sorted keys, compact); non-JSON
+    /// bytes byte for byte.
+    Json,
+}
+
+fn canonical_json(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) => {
+            let sorted: std::collections::BTreeMap<&String, serde_json::Value> =
+                map.iter().map(|(k, v)| (k, canonical_json(v))).collect();
+            serde_json::to_value(sorted).unwrap_or(serde_json::Value::Null)
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(canonical_json).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The checksum of a payload in a destination's form.
+pub fn payload_checksum(form: PayloadForm, bytes: &[u8]) -> u64 {
+    if form == PayloadForm::Json
+        && let Ok(v) = serde_json::from_slice::<serde_json::Value>(bytes)
+        && let Ok(text) = serde_json::to_vec(&canonical_json(&v))
+    {
+        return checksum(&text);
+    }
+    checksum(bytes)
+}
+
 /// A running destination of one target.
 #[async_trait]
 pub trait Destination: Send + Sync {
     /// The server it runs on.
     fn server(&self) -> ServerInfo;
+    /// How payloads are stored (how the ledger compares them).
+    fn payload_form(&self) -> PayloadForm {
+        PayloadForm::Exact
+    }
     /// What the scenarios may use.
     fn capabilities(&self) -> Capabilities;
     /// Bytes in the sink's request stream that mark the committing request (lost-ack trigger);

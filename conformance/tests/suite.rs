@@ -13,7 +13,16 @@ use pico_sink::{Claim, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_targets_pass_every_scenario_without_loss() {
-    let report = runner::run(&targets::all(), &RunOptions::default(), &Silent).await;
+    let opts = RunOptions {
+        provider: Some(pico_conformance::provider::ProviderKind::Embedded),
+        targets: vec![
+            "stdout".into(),
+            "http (key-honouring endpoint)".into(),
+            "http (key-ignoring endpoint)".into(),
+        ],
+        ..RunOptions::default()
+    };
+    let report = runner::run(&targets::all(), &opts, &Silent).await;
     assert_eq!(report.targets.len(), 3);
     for t in &report.targets {
         assert_eq!(t.scenarios.len(), 7, "{}", t.target);

@@ -22,12 +22,13 @@ fn batches() -> Vec<Batch> {
         .iter()
         .map(|t| single(sample_record(t, 0, 3)))
         .collect();
+    out.push(single(sample_record(TOPIC, u32::MAX, 0)));
     out.push(
         Batch::new(vec![
-            sample_record(TOPIC, u32::MAX, 0),
-            sample_record(TOPIC, u32::MAX, i64::MAX as u64),
-            sample_record(TOPIC, u32::MAX, i64::MAX as u64 + 1),
-            sample_record(TOPIC, u32::MAX, u64::MAX),
+            sample_record(TOPIC, 2, 0),
+            sample_record(TOPIC, 2, i64::MAX as u64),
+            sample_record(TOPIC, 2, i64::MAX as u64 + 1),
+            sample_record(TOPIC, 2, u64::MAX),
         ])
         .unwrap_or_else(|e| unreachable!("increasing offsets: {e}")),
     );

@@ -155,7 +155,7 @@ pub async fn run(
         dest,
         isolation: isolation.to_owned(),
         policy,
-        ledger: SharedLedger::default(),
+        ledger: SharedLedger::new(dest.payload_form()),
         notes: Vec::new(),
     };
     match scenario {

@@ -2,6 +2,7 @@
 //! module here and one line to [`all`].
 
 mod http;
+mod postgres;
 mod stdout;
 
 use pico_sink::Envelope;
@@ -10,6 +11,7 @@ use pico_sink::identity::Scope;
 use crate::target::{ReadRow, Target, checksum};
 
 pub use http::HttpTarget;
+pub use postgres::PostgresTarget;
 pub use stdout::StdoutTarget;
 
 /// Every target, in table order.
@@ -18,6 +20,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(StdoutTarget),
         Box::new(HttpTarget::honouring()),
         Box::new(HttpTarget::ignoring()),
+        Box::new(PostgresTarget),
     ]
 }
 

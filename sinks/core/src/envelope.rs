@@ -54,6 +54,12 @@ impl Payload {
         }
     }
 
+    /// The base64 form of `bytes`, whatever they hold (for destinations that cannot store some
+    /// text, such as NUL characters).
+    pub fn base64_of(bytes: &[u8]) -> Self {
+        Payload::Base64(STANDARD.encode(bytes))
+    }
+
     /// Exactly the bytes the payload was made from.
     pub fn to_bytes(&self) -> Result<Bytes, EnvelopeError> {
         Ok(match self {

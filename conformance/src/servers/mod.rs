@@ -1,0 +1,3 @@
+//! Servers the providers start or connect to, shared by the targets that use them.
+
+pub mod postgres;

@@ -1,0 +1,13 @@
+//! Pieces shared by the pico-sinks sinks that speak the PostgreSQL protocol (Postgres,
+//! Redshift): a small connection pool with optional rustls TLS, SQLSTATE classification onto
+//! the sink contract, identifier quoting, and mapped-column extraction from JSON payloads.
+
+mod classify;
+mod connect;
+mod ident;
+mod mapping;
+
+pub use classify::{Failure, classify};
+pub use connect::{ConnectionConfig, Pool, PoolError, connect_pool};
+pub use ident::{QualifiedTable, quote_ident, quote_literal};
+pub use mapping::{MappedColumn, extract_mapped};

@@ -1,0 +1,39 @@
+//! A Postgres sink that makes replays invisible.
+//!
+//! Every record lands in a row keyed by `PRIMARY KEY (pico_topic, pico_partition, pico_offset)`.
+//! Each batch is one transaction: the rows are staged (binary `COPY` into a temporary table for
+//! large batches, one `INSERT … SELECT FROM unnest(…)` for small ones) and moved with
+//! `INSERT … ON CONFLICT (pico_*) DO UPDATE` (or `DO NOTHING`). A replay — same batch, another
+//! batch boundary, a retry after a lost acknowledgement, a second writer on the same partition —
+//! lands on the rows already there: no visible duplicate, and nothing is committed unless the
+//! whole batch is.
+//!
+//! Default table (created when `create_if_missing`):
+//!
+//! ```sql
+//! CREATE TABLE "public"."events" (
+//!   pico_topic text NOT NULL, pico_partition int NOT NULL, pico_offset bigint NOT NULL,
+//!   key bytea, value jsonb,            -- or bytea (ValueColumn::Bytea)
+//!   headers jsonb, ts timestamptz,
+//!   -- mapped columns, one per MappedColumn
+//!   PRIMARY KEY (pico_topic, pico_partition, pico_offset));
+//! ```
+//!
+//! Bad input is reported per record as [`pico_sink::SinkError::Rejected`] while the rest of the
+//! batch is written: a value that is not JSON (for a `jsonb` column) or holds `\u0000`, a NUL in
+//! the topic or a header name, an offset above `i64::MAX`, a partition above `i32::MAX`, a
+//! timestamp outside PostgreSQL's range, and anything the server refuses with a data error
+//! (class 22/23: a mapped field that does not cast, say) — the batch is split until the
+//! offending records are isolated. Misconfiguration (missing table without
+//! `create_if_missing`, wrong column types, no unique key on the pico columns) is `Fatal` with
+//! what to change.
+
+mod config;
+mod rows;
+mod schema;
+mod sink;
+mod write;
+
+pub use config::{ConflictAction, PostgresSinkConfig, ValueColumn};
+pub use pico_pg_common::{ConnectionConfig, MappedColumn, QualifiedTable};
+pub use sink::PostgresSink;

@@ -1,0 +1,141 @@
+//! Creating the table, and checking an existing one has the shape the sink writes.
+
+use pico_pg_common::{Failure, classify, quote_ident, quote_literal};
+use pico_sink::SinkError;
+use tokio_postgres::Client;
+
+use crate::config::PostgresSinkConfig;
+
+fn expected_columns(config: &PostgresSinkConfig) -> Vec<(&str, Option<&str>)> {
+    let mut cols = vec![
+        ("pico_topic", Some("text")),
+        ("pico_partition", Some("int4")),
+        ("pico_offset", Some("int8")),
+        ("key", Some("bytea")),
+        ("headers", Some("jsonb")),
+        ("ts", Some("timestamptz")),
+    ];
+    if config.keep_value {
+        cols.push(("value", Some(config.value_column.sql_type())));
+    }
+    for m in &config.mapped_columns {
+        cols.push((m.column.as_str(), None));
+    }
+    cols
+}
+
+/// `CREATE TABLE` for the configuration.
+pub(crate) fn create_table_sql(config: &PostgresSinkConfig) -> String {
+    let mut cols = vec![
+        "pico_topic text NOT NULL".to_owned(),
+        "pico_partition int NOT NULL".to_owned(),
+        "pico_offset bigint NOT NULL".to_owned(),
+        "key bytea".to_owned(),
+    ];
+    if config.keep_value {
+        cols.push(format!("value {}", config.value_column.sql_type()));
+    }
+    cols.push("headers jsonb".into());
+    cols.push("ts timestamptz".into());
+    for m in &config.mapped_columns {
+        cols.push(format!("{} {}", quote_ident(&m.column), m.sql_type));
+    }
+    cols.push("PRIMARY KEY (pico_topic, pico_partition, pico_offset)".into());
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} ({})",
+        config.table,
+        cols.join(", ")
+    )
+}
+
+fn fatal(f: Failure) -> SinkError {
+    f.into_sink_error()
+}
+
+async fn existing_columns(
+    client: &Client,
+    config: &PostgresSinkConfig,
+) -> Result<Vec<(String, String)>, SinkError> {
+    let rows = client
+        .query(
+            "SELECT column_name::text, udt_name::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = $2",
+            &[&config.table.schema, &config.table.table],
+        )
+        .await
+        .map_err(|e| fatal(classify(&e, "reading the table's columns")))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// Creates the table if allowed and missing; checks columns and the unique key otherwise.
+pub(crate) async fn ensure_table(
+    client: &Client,
+    config: &PostgresSinkConfig,
+) -> Result<(), SinkError> {
+    let mut existing = existing_columns(client, config).await?;
+    if existing.is_empty() {
+        if !config.create_if_missing {
+            return Err(SinkError::fatal(format!(
+                "table {} does not exist: create it (see the crate docs for its shape) or set create_if_missing = true",
+                config.table
+            )));
+        }
+        let ddl = format!(
+            "CREATE SCHEMA IF NOT EXISTS {}; {}",
+            quote_ident(&config.table.schema),
+            create_table_sql(config)
+        );
+        if let Err(e) = client.batch_execute(&ddl).await {
+            // Two sinks creating the same table at once: one loses the catalog race; fine if
+            // the table now exists.
+            existing = existing_columns(client, config).await?;
+            if existing.is_empty() {
+                return Err(fatal(classify(&e, "creating the table")));
+            }
+        } else {
+            existing = existing_columns(client, config).await?;
+        }
+    }
+    let mut problems = Vec::new();
+    for (name, udt) in expected_columns(config) {
+        match existing.iter().find(|(n, _)| n == name) {
+            None => problems.push(format!("column {name} is missing")),
+            Some((_, actual)) => {
+                if let Some(udt) = udt.filter(|u| u != actual) {
+                    problems.push(format!("column {name} is {actual}, the sink writes {udt}"));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(SinkError::fatal(format!(
+            "table {} does not have the shape the sink writes: {} — alter the table or the sink's configuration",
+            config.table,
+            problems.join("; ")
+        )));
+    }
+    let unique: i64 = client
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM pg_index i \
+                 WHERE i.indrelid = {}::regclass AND i.indisunique AND i.indpred IS NULL \
+                 AND i.indexprs IS NULL AND i.indnatts = 3 \
+                 AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a \
+                      WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) \
+                     = ARRAY['pico_offset', 'pico_partition', 'pico_topic']",
+                quote_literal(&config.table.to_string())
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| fatal(classify(&e, "reading the table's unique keys")))?
+        .get(0);
+    if unique == 0 {
+        return Err(SinkError::fatal(format!(
+            "table {t} has no unique key on (pico_topic, pico_partition, pico_offset), which ON CONFLICT needs: \
+             ALTER TABLE {t} ADD PRIMARY KEY (pico_topic, pico_partition, pico_offset)",
+            t = config.table
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! One transaction per batch: stage (binary COPY or unnest), then INSERT … ON CONFLICT.
+
+use std::error::Error;
+use std::time::SystemTime;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::pin_mut;
+use pico_pg_common::{Failure, classify, quote_ident};
+use pico_sink::RejectedRecord;
+use tokio_postgres::Client;
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+
+use crate::config::{ConflictAction, PostgresSinkConfig, ValueColumn};
+use crate::rows::{Row, Value};
+
+/// JSON text sent as jsonb without re-serializing (binary jsonb = version byte 1 + text).
+#[derive(Debug)]
+struct RawJsonb<'a>(&'a str);
+
+impl ToSql for RawJsonb<'_> {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_u8(1);
+        out.put_slice(self.0.as_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB
+    }
+
+    to_sql_checked!();
+}
+
+/// Rows inserted (or changed) and rows already present, from one statement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub written: u64,
+    pub already_present: u64,
+}
+
+/// The SQL for one configuration, built once.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    create_stage: String,
+    copy_in: String,
+    from_stage: String,
+    from_unnest: String,
+    copy_types: Vec<Type>,
+}
+
+/// A stored column: name, staging type.
+fn columns(config: &PostgresSinkConfig) -> Vec<(String, String)> {
+    let mut cols = vec![
+        ("pico_topic".to_owned(), "text".to_owned()),
+        ("pico_partition".to_owned(), "int4".to_owned()),
+        ("pico_offset".to_owned(), "int8".to_owned()),
+        ("key".to_owned(), "bytea".to_owned()),
+    ];
+    if config.keep_value {
+        cols.push(("value".into(), config.value_column.sql_type().into()));
+    }
+    cols.push(("headers".into(), "jsonb".into()));
+    cols.push(("ts".into(), "timestamptz".into()));
+    for m in &config.mapped_columns {
+        cols.push((m.column.clone(), "text".into()));
+    }
+    cols
+}
+
+fn type_of(staging: &str) -> Type {
+    match staging {
+        "int4" => Type::INT4,
+        "int8" => Type::INT8,
+        "bytea" => Type::BYTEA,
+        "jsonb" => Type::JSONB,
+        "timestamptz" => Type::TIMESTAMPTZ,
+        _ => Type::TEXT,
+    }
+}
+
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl Statements {
+    /// Builds every statement for `config`.
+    pub(crate) fn new(config: &PostgresSinkConfig) -> Self {
+        let cols = columns(config);
+        let names: Vec<String> = cols.iter().map(|(n, _)| quote_ident(n)).collect();
+        let list = names.join(", ");
+        let signature = format!("{}|{list}", config.table);
+        let stage = format!("pico_stage_{:016x}", fnv(&signature));
+        let stage_cols: Vec<String> = cols
+            .iter()
+            .map(|(n, t)| format!("{} {t}", quote_ident(n)))
+            .collect();
+        // Mapped columns are staged as text and cast into their declared type here.
+        let mapped_start = cols.len() - config.mapped_columns.len();
+        let select = |source: &str| -> String {
+            cols.iter()
+                .enumerate()
+                .map(|(i, (n, _))| {
+                    let col = format!("{source}.{}", quote_ident(n));
+                    if i >= mapped_start {
+                        let ty = &config.mapped_columns[i - mapped_start].sql_type;
+                        format!("CAST({col} AS {ty})")
+                    } else {
+                        col
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let payload: Vec<&String> = names.iter().skip(3).collect();
+        let conflict = match config.conflict {
+            ConflictAction::Nothing => "DO NOTHING".to_owned(),
+            // Skip no-op updates: a replay rewrites nothing and returns nothing.
+            ConflictAction::Update => format!(
+                "DO UPDATE SET ({p}) = ROW({e}) WHERE ({t}) IS DISTINCT FROM ({e})",
+                p = payload
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                e = payload
+                    .iter()
+                    .map(|n| format!("EXCLUDED.{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                t = payload
+                    .iter()
+                    .map(|n| format!("t.{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        };
+        let counted = |select_from: String| {
+            format!(
+                "WITH ins AS (INSERT INTO {table} AS t ({list}) {select_from} \
+                 ON CONFLICT (pico_topic, pico_partition, pico_offset) {conflict} \
+                 RETURNING 1) SELECT count(*)::int8 FROM ins",
+                table = config.table
+            )
+        };
+        let unnest_args: Vec<String> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, (_, t))| format!("${}::{t}[]", i + 1))
+            .collect();
+        Self {
+            create_stage: format!(
+                "CREATE TEMP TABLE IF NOT EXISTS {stage} ({}) ON COMMIT DELETE ROWS",
+                stage_cols.join(", ")
+            ),
+            copy_in: format!("COPY {stage} ({list}) FROM STDIN (FORMAT binary)"),
+            from_stage: counted(format!(
+                "SELECT {} FROM {stage} AS s ORDER BY s.pico_offset",
+                select("s")
+            )),
+            from_unnest: counted(format!(
+                "SELECT {} FROM unnest({}) AS u({list})",
+                select("u"),
+                unnest_args.join(", ")
+            )),
+            copy_types: cols.iter().map(|(_, t)| type_of(t)).collect(),
+        }
+    }
+}
+
+/// Column-wise parameter arrays for the unnest path.
+struct Columns<'a> {
+    topics: Vec<&'a str>,
+    partitions: Vec<i32>,
+    offsets: Vec<i64>,
+    keys: Vec<Option<&'a [u8]>>,
+    json_values: Vec<Option<RawJsonb<'a>>>,
+    byte_values: Vec<Option<&'a [u8]>>,
+    headers: Vec<Option<RawJsonb<'a>>>,
+    ts: Vec<Option<SystemTime>>,
+    mapped: Vec<Vec<Option<&'a str>>>,
+}
+
+impl<'a> Columns<'a> {
+    fn new(config: &PostgresSinkConfig, rows: &'a [Row]) -> Self {
+        let mut c = Columns {
+            topics: Vec::with_capacity(rows.len()),
+            partitions: Vec::with_capacity(rows.len()),
+            offsets: Vec::with_capacity(rows.len()),
+            keys: Vec::with_capacity(rows.len()),
+            json_values: Vec::new(),
+            byte_values: Vec::new(),
+            headers: Vec::with_capacity(rows.len()),
+            ts: Vec::with_capacity(rows.len()),
+            mapped: vec![Vec::with_capacity(rows.len()); config.mapped_columns.len()],
+        };
+        for r in rows {
+            c.topics.push(&r.topic);
+            c.partitions.push(r.partition);
+            c.offsets.push(r.offset);
+            c.keys.push(r.key.as_deref());
+            match &r.value {
+                Some(Value::Json(t)) => c.json_values.push(Some(RawJsonb(t))),
+                Some(Value::Bytes(b)) => c.byte_values.push(Some(b)),
+                None => {}
+            }
+            c.headers.push(r.headers.as_deref().map(RawJsonb));
+            c.ts.push(r.ts);
+            for (i, m) in r.mapped.iter().enumerate() {
+                c.mapped[i].push(m.as_deref());
+            }
+        }
+        c
+    }
+
+    fn params(&self, config: &PostgresSinkConfig) -> Vec<&(dyn ToSql + Sync)> {
+        let mut p: Vec<&(dyn ToSql + Sync)> =
+            vec![&self.topics, &self.partitions, &self.offsets, &self.keys];
+        if config.keep_value {
+            match config.value_column {
+                ValueColumn::Jsonb => p.push(&self.json_values),
+                ValueColumn::Bytea => p.push(&self.byte_values),
+            }
+        }
+        p.push(&self.headers);
+        p.push(&self.ts);
+        for m in &self.mapped {
+            p.push(m);
+        }
+        p
+    }
+}
+
+fn row_params<'a>(
+    row: &'a Row,
+    key: &'a Option<Bytes>,
+    value: Option<Box<dyn ToSql + Sync + Send + 'a>>,
+) -> Vec<Box<dyn ToSql + Sync + Send + 'a>> {
+    let mut p: Vec<Box<dyn ToSql + Sync + Send + 'a>> = vec![
+        Box::new(row.topic.as_str()),
+        Box::new(row.partition),
+        Box::new(row.offset),
+        Box::new(key.as_deref()),
+    ];
+    if let Some(v) = value {
+        p.push(v);
+    }
+    p.push(Box::new(row.headers.as_deref().map(RawJsonb)));
+    p.push(Box::new(row.ts));
+    for m in &row.mapped {
+        p.push(Box::new(m.as_deref()));
+    }
+    p
+}
+
+/// Writes `rows` in one transaction.
+async fn write_once(
+    client: &mut Client,
+    config: &PostgresSinkConfig,
+    stmts: &Statements,
+    rows: &[Row],
+) -> Result<Counts, Failure> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| classify(&e, "BEGIN"))?;
+    let written: i64 = if rows.len() >= config.copy_threshold {
+        tx.batch_execute(&stmts.create_stage)
+            .await
+            .map_err(|e| classify(&e, "creating the staging table"))?;
+        let sink = tx
+            .copy_in(&stmts.copy_in)
+            .await
+            .map_err(|e| classify(&e, "COPY"))?;
+        let writer = BinaryCopyInWriter::new(sink, &stmts.copy_types);
+        pin_mut!(writer);
+        for row in rows {
+            let value: Option<Box<dyn ToSql + Sync + Send>> = match (&row.value, config.keep_value)
+            {
+                (_, false) => None,
+                (Some(Value::Json(t)), true) => Some(Box::new(RawJsonb(t))),
+                (Some(Value::Bytes(b)), true) => Some(Box::new(b.as_ref())),
+                (None, true) => Some(Box::new(Option::<&[u8]>::None)),
+            };
+            let params = row_params(row, &row.key, value);
+            let refs: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            writer
+                .as_mut()
+                .write(&refs)
+                .await
+                .map_err(|e| classify(&e, "COPY row"))?;
+        }
+        writer.finish().await.map_err(|e| classify(&e, "COPY"))?;
+        tx.query_one(&stmts.from_stage, &[])
+            .await
+            .map_err(|e| classify(&e, "INSERT … ON CONFLICT from the staging table"))?
+            .get(0)
+    } else {
+        let columns = Columns::new(config, rows);
+        tx.query_one(&stmts.from_unnest, &columns.params(config))
+            .await
+            .map_err(|e| classify(&e, "INSERT … SELECT FROM unnest … ON CONFLICT"))?
+            .get(0)
+    };
+    tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
+    let written = u64::try_from(written).unwrap_or_default();
+    Ok(Counts {
+        written,
+        already_present: rows.len() as u64 - written.min(rows.len() as u64),
+    })
+}
+
+/// Writes `rows`, splitting on data errors until the offending records are isolated; those are
+/// returned as rejections (by their index in the batch), the rest is written.
+pub(crate) async fn write_isolating(
+    client: &mut Client,
+    config: &PostgresSinkConfig,
+    stmts: &Statements,
+    rows: &[Row],
+    batch: &pico_sink::Batch,
+) -> Result<(Counts, Vec<RejectedRecord>), Failure> {
+    let mut total = Counts::default();
+    let mut rejected = Vec::new();
+    let mut pending = vec![(0, rows.len())];
+    while let Some((start, end)) = pending.pop() {
+        if start == end {
+            continue;
+        }
+        match write_once(client, config, stmts, &rows[start..end]).await {
+            Ok(c) => {
+                total.written += c.written;
+                total.already_present += c.already_present;
+            }
+            Err(Failure::Data(reason)) if end - start > 1 => {
+                tracing::debug!(reason, start, end, "data error, splitting");
+                let mid = start + (end - start) / 2;
+                pending.push((mid, end));
+                pending.push((start, mid));
+            }
+            Err(Failure::Data(reason)) => rejected.push(RejectedRecord {
+                id: batch.records()[rows[start].index].id.clone(),
+                reason,
+            }),
+            Err(other) => return Err(other),
+        }
+    }
+    Ok((total, rejected))
+}
