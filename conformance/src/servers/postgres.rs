@@ -116,7 +116,10 @@ impl PgServer {
 pub async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => e.to_string(),
+        })?;
     tokio::spawn(async move {
         let _ = conn.await;
     });

@@ -3,6 +3,7 @@
 
 mod http;
 mod postgres;
+mod redshift;
 mod stdout;
 
 use pico_sink::Envelope;
@@ -12,6 +13,7 @@ use crate::target::{ReadRow, Target, checksum};
 
 pub use http::HttpTarget;
 pub use postgres::PostgresTarget;
+pub use redshift::RedshiftTarget;
 pub use stdout::StdoutTarget;
 
 /// Every target, in table order.
@@ -21,6 +23,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(HttpTarget::honouring()),
         Box::new(HttpTarget::ignoring()),
         Box::new(PostgresTarget),
+        Box::new(RedshiftTarget),
     ]
 }
 

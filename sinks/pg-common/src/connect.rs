@@ -115,3 +115,11 @@ fn make_manager(
         manager_config,
     ))
 }
+
+/// A failure to get a pooled connection, in the sink contract.
+pub fn pool_error(e: PoolError) -> pico_sink::SinkError {
+    match e {
+        PoolError::Backend(e) => crate::classify::classify(&e, "connecting").into_sink_error(),
+        other => pico_sink::SinkError::retryable(format!("getting a connection: {other}")),
+    }
+}

@@ -2,6 +2,17 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What happens when a row with the same `(pico_topic, pico_partition, pico_offset)` exists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConflictAction {
+    /// Overwrite the row with the replayed record (identical on a true replay).
+    #[default]
+    Update,
+    /// Keep the row already there.
+    Nothing,
+}
+
 /// One payload field written to its own column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MappedColumn {

@@ -1,19 +1,8 @@
 //! [`PostgresSinkConfig`].
 
-use pico_pg_common::{ConnectionConfig, MappedColumn, QualifiedTable};
+use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
-
-/// What happens when a row with the same `(pico_topic, pico_partition, pico_offset)` exists.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ConflictAction {
-    /// Overwrite the row with the replayed record (identical on a true replay).
-    #[default]
-    Update,
-    /// Keep the row already there.
-    Nothing,
-}
 
 /// Type of the `value` column.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +44,10 @@ pub struct PostgresSinkConfig {
     pub mapped_columns: Vec<MappedColumn>,
     /// Namespace that qualifies `pico_topic`.
     pub scope: Scope,
-    /// Batches with at least this many records are staged with binary COPY; smaller ones with
-    /// one `unnest` INSERT (measured by the bench: see the crate README).
+    /// Upserts (replays, and first writes with mapped columns) of at least this many records
+    /// stage with binary COPY, smaller ones use one `unnest` INSERT; the crossover measured by
+    /// `pico-bench postgres` is about 1 000 records. First writes without mapped columns COPY
+    /// straight into the table at any size.
     pub copy_threshold: usize,
 }
 
@@ -72,7 +63,7 @@ impl PostgresSinkConfig {
             keep_value: true,
             mapped_columns: Vec::new(),
             scope: Scope::default(),
-            copy_threshold: 256,
+            copy_threshold: 1000,
         }
     }
 }

@@ -1,9 +1,13 @@
 //! A Postgres sink that makes replays invisible.
 //!
 //! Every record lands in a row keyed by `PRIMARY KEY (pico_topic, pico_partition, pico_offset)`.
-//! Each batch is one transaction: the rows are staged (binary `COPY` into a temporary table for
-//! large batches, one `INSERT … SELECT FROM unnest(…)` for small ones) and moved with
-//! `INSERT … ON CONFLICT (pico_*) DO UPDATE` (or `DO NOTHING`). A replay — same batch, another
+//! Each batch is one transaction. One index probe asks whether any row of the batch's offset
+//! range is already there; if none is (a first write), the rows are binary-`COPY`ed straight
+//! into the table inside a savepoint. Otherwise (a replay), or if a concurrent writer inserts
+//! one of those keys meanwhile (the COPY then fails with a unique violation and the savepoint is
+//! rolled back), the rows are staged — binary `COPY` into a temporary table for large batches,
+//! one `INSERT … SELECT FROM unnest(…)` for small ones — and moved with
+//! `INSERT … ON CONFLICT (pico_*) DO UPDATE` (skipping identical rows) or `DO NOTHING`. A replay — same batch, another
 //! batch boundary, a retry after a lost acknowledgement, a second writer on the same partition —
 //! lands on the rows already there: no visible duplicate, and nothing is committed unless the
 //! whole batch is.
@@ -34,6 +38,8 @@ mod schema;
 mod sink;
 mod write;
 
-pub use config::{ConflictAction, PostgresSinkConfig, ValueColumn};
-pub use pico_pg_common::{ConnectionConfig, MappedColumn, QualifiedTable};
+pub use write::RawJsonb;
+
+pub use config::{PostgresSinkConfig, ValueColumn};
+pub use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
 pub use sink::PostgresSink;

@@ -1,16 +1,12 @@
 //! Records to validated rows; what PostgreSQL cannot hold is rejected here, per record.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
-use pico_pg_common::extract_mapped;
-use pico_sink::{Batch, Payload, RejectedRecord};
+use pico_pg_common::{common_fields, extract_mapped, json_has_nul};
+use pico_sink::{Batch, RejectedRecord};
 
 use crate::config::{PostgresSinkConfig, ValueColumn};
-
-/// PostgreSQL's timestamptz range, in ms since the Unix epoch (4713 BC to 294276 AD).
-const TS_MIN_MS: i64 = -210_866_803_200_000;
-const TS_MAX_MS: i64 = 9_224_318_015_999_999;
 
 /// The value as it goes to the server.
 #[derive(Debug, Clone)]
@@ -34,54 +30,6 @@ pub(crate) struct Row {
     pub headers: Option<String>,
     pub ts: Option<SystemTime>,
     pub mapped: Vec<Option<String>>,
-}
-
-fn has_nul(v: &serde_json::Value) -> bool {
-    match v {
-        serde_json::Value::String(s) => s.contains('\0'),
-        serde_json::Value::Array(a) => a.iter().any(has_nul),
-        serde_json::Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
-        _ => false,
-    }
-}
-
-fn timestamp(ms: i64) -> Result<SystemTime, String> {
-    if !(TS_MIN_MS..=TS_MAX_MS).contains(&ms) {
-        return Err(format!(
-            "timestamp {ms} ms is outside PostgreSQL's timestamptz range"
-        ));
-    }
-    let magnitude = Duration::from_millis(ms.unsigned_abs());
-    let t = if ms >= 0 {
-        UNIX_EPOCH.checked_add(magnitude)
-    } else {
-        UNIX_EPOCH.checked_sub(magnitude)
-    };
-    t.ok_or_else(|| format!("timestamp {ms} ms does not fit this platform's clock"))
-}
-
-/// Headers as a JSON array of `{name, value}`; values holding NUL (raw or as `\u0000`) go as
-/// base64, since jsonb cannot store `\u0000`.
-fn headers_json(record: &pico_sink::Record) -> Result<Option<String>, String> {
-    if record.headers.is_empty() {
-        return Ok(None);
-    }
-    let mut out = Vec::with_capacity(record.headers.len());
-    for h in &record.headers {
-        if h.name.contains('\0') {
-            return Err("a header name holds a NUL character".into());
-        }
-        let holds_nul = h.value.contains(&0) || h.value.windows(6).any(|w| w == b"\\u0000");
-        let value = if holds_nul {
-            Payload::base64_of(&h.value)
-        } else {
-            Payload::from_bytes(&h.value)
-        };
-        out.push(serde_json::json!({ "name": h.name, "value": value }));
-    }
-    serde_json::to_string(&out)
-        .map(Some)
-        .map_err(|e| format!("headers do not serialize: {e}"))
 }
 
 /// Validates every record of `batch`.
@@ -108,22 +56,7 @@ fn row(
     index: usize,
     record: &pico_sink::Record,
 ) -> Result<Row, String> {
-    let topic = config.scope.qualified_topic(&record.id.topic).into_owned();
-    if topic.contains('\0') {
-        return Err("the topic holds a NUL character, which a text column cannot store".into());
-    }
-    let partition = i32::try_from(record.id.partition).map_err(|_| {
-        format!(
-            "partition {} is above 2147483647 and does not fit the int column",
-            record.id.partition
-        )
-    })?;
-    let offset = i64::try_from(record.id.offset).map_err(|_| {
-        format!(
-            "offset {} is above 9223372036854775807 and does not fit the bigint column",
-            record.id.offset
-        )
-    })?;
+    let common = common_fields(&config.scope, record)?;
     let needs_json = config.value_column == ValueColumn::Jsonb && config.keep_value
         || !config.mapped_columns.is_empty();
     let parsed = if needs_json {
@@ -136,7 +69,7 @@ fn row(
                 format!("value is not JSON: {e}")
             }
         })?;
-        if has_nul(&v) {
+        if json_has_nul(&v) {
             return Err("value holds \\u0000, which jsonb cannot store".into());
         }
         Some((text, v))
@@ -159,13 +92,13 @@ fn row(
     };
     Ok(Row {
         index,
-        topic,
-        partition,
-        offset,
+        topic: common.topic,
+        partition: common.partition,
+        offset: common.offset,
         key: record.key.clone(),
         value,
-        headers: headers_json(record)?,
-        ts: record.timestamp_ms.map(timestamp).transpose()?,
+        headers: common.headers,
+        ts: common.ts,
         mapped,
     })
 }

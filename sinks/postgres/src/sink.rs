@@ -1,14 +1,14 @@
 //! [`PostgresSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Pool, PoolError, classify, connect_pool};
+use pico_pg_common::{Pool, connect_pool, pool_error};
 use pico_sink::{Batch, Claim, Description, Sink, SinkError, WriteReport};
 use tracing::debug;
 
 use crate::config::PostgresSinkConfig;
 use crate::rows::prepare;
 use crate::schema::ensure_table;
-use crate::write::{Statements, write_isolating};
+use crate::write::{Statements, write_rows};
 
 /// Upserts batches on `(pico_topic, pico_partition, pico_offset)`; see the crate docs.
 pub struct PostgresSink {
@@ -16,13 +16,6 @@ pub struct PostgresSink {
     pool: Pool,
     statements: Statements,
     ready: bool,
-}
-
-fn pool_error(e: PoolError) -> SinkError {
-    match e {
-        PoolError::Backend(e) => classify(&e, "connecting").into_sink_error(),
-        other => SinkError::retryable(format!("getting a connection: {other}")),
-    }
 }
 
 impl PostgresSink {
@@ -89,7 +82,7 @@ impl Sink for PostgresSink {
         if !rows.is_empty() {
             let mut client = self.pool.get().await.map_err(pool_error)?;
             let (counts, refused) =
-                write_isolating(&mut client, &self.config, &self.statements, &rows, batch)
+                write_rows(&mut client, &self.config, &self.statements, &rows, batch)
                     .await
                     .map_err(|f| f.into_sink_error())?;
             report.written = counts.written;
@@ -118,11 +111,12 @@ impl Sink for PostgresSink {
             sink: "postgres".into(),
             mechanism: format!(
                 "PRIMARY KEY (pico_topic, pico_partition, pico_offset); one transaction per batch: \
-                 binary COPY into a temp table (>= {} records) or unnest, then INSERT … ON CONFLICT DO {}",
+                 binary COPY straight into the table when no row of the range exists, else staging \
+                 (COPY into a temp table from {} records, unnest below) and INSERT … ON CONFLICT DO {}",
                 self.config.copy_threshold,
                 match self.config.conflict {
-                    crate::config::ConflictAction::Update => "UPDATE (skipping identical rows)",
-                    crate::config::ConflictAction::Nothing => "NOTHING",
+                    pico_pg_common::ConflictAction::Update => "UPDATE (skipping identical rows)",
+                    pico_pg_common::ConflictAction::Nothing => "NOTHING",
                 }
             ),
             claims: Vec::new(),

@@ -5,18 +5,22 @@ use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::pin_mut;
-use pico_pg_common::{Failure, classify, quote_ident};
+use pico_pg_common::{Failure, Isolator, WriteCounts, classify, quote_ident};
 use pico_sink::RejectedRecord;
-use tokio_postgres::Client;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, Transaction};
 
-use crate::config::{ConflictAction, PostgresSinkConfig, ValueColumn};
+use pico_pg_common::ConflictAction;
+
+use crate::config::{PostgresSinkConfig, ValueColumn};
 use crate::rows::{Row, Value};
 
-/// JSON text sent as jsonb without re-serializing (binary jsonb = version byte 1 + text).
-#[derive(Debug)]
-struct RawJsonb<'a>(&'a str);
+/// JSON text sent as `jsonb` without parsing it on the client (the binary jsonb format is a
+/// version byte, 1, followed by the text; the server parses and validates it).
+#[derive(Debug, Clone, Copy)]
+pub struct RawJsonb<'a>(pub &'a str);
 
 impl ToSql for RawJsonb<'_> {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
@@ -32,18 +36,16 @@ impl ToSql for RawJsonb<'_> {
     to_sql_checked!();
 }
 
-/// Rows inserted (or changed) and rows already present, from one statement.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub written: u64,
-    pub already_present: u64,
-}
-
 /// The SQL for one configuration, built once.
 #[derive(Debug, Clone)]
 pub(crate) struct Statements {
     create_stage: String,
     copy_in: String,
+    /// COPY straight into the target (first writes); `None` with mapped columns, which need
+    /// the staging casts.
+    direct_copy: Option<String>,
+    /// Whether any row of the batch's offset range is already there (one index probe).
+    probe: String,
     from_stage: String,
     from_unnest: String,
     copy_types: Vec<Type>,
@@ -156,6 +158,15 @@ impl Statements {
                 stage_cols.join(", ")
             ),
             copy_in: format!("COPY {stage} ({list}) FROM STDIN (FORMAT binary)"),
+            probe: format!(
+                "SELECT EXISTS (SELECT 1 FROM {} WHERE pico_topic = $1 AND pico_partition = $2 \
+                 AND pico_offset BETWEEN $3 AND $4)",
+                config.table
+            ),
+            direct_copy: config
+                .mapped_columns
+                .is_empty()
+                .then(|| format!("COPY {} ({list}) FROM STDIN (FORMAT binary)", config.table)),
             from_stage: counted(format!(
                 "SELECT {} FROM {stage} AS s ORDER BY s.pico_offset",
                 select("s")
@@ -255,47 +266,93 @@ fn row_params<'a>(
     p
 }
 
+/// Binary COPY of `rows` with `sql` (into the staging table or the target).
+async fn copy_rows(
+    tx: &Transaction<'_>,
+    sql: &str,
+    stmts: &Statements,
+    config: &PostgresSinkConfig,
+    rows: &[Row],
+) -> Result<(), tokio_postgres::Error> {
+    let sink = tx.copy_in(sql).await?;
+    let writer = BinaryCopyInWriter::new(sink, &stmts.copy_types);
+    pin_mut!(writer);
+    for row in rows {
+        let value: Option<Box<dyn ToSql + Sync + Send>> = match (&row.value, config.keep_value) {
+            (_, false) => None,
+            (Some(Value::Json(t)), true) => Some(Box::new(RawJsonb(t))),
+            (Some(Value::Bytes(b)), true) => Some(Box::new(b.as_ref())),
+            (None, true) => Some(Box::new(Option::<&[u8]>::None)),
+        };
+        let params = row_params(row, &row.key, value);
+        let refs: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        writer.as_mut().write(&refs).await?;
+    }
+    writer.finish().await?;
+    Ok(())
+}
+
 /// Writes `rows` in one transaction.
 async fn write_once(
     client: &mut Client,
     config: &PostgresSinkConfig,
     stmts: &Statements,
     rows: &[Row],
-) -> Result<Counts, Failure> {
-    let tx = client
+) -> Result<WriteCounts, Failure> {
+    let mut tx = client
         .transaction()
         .await
         .map_err(|e| classify(&e, "BEGIN"))?;
+    // First writes are the common case: when no row of the range is there yet, COPY straight
+    // into the target inside a savepoint. A row that appears meanwhile (a zombie writer) fails
+    // it with a unique violation; then upsert like a replay.
+    if let (Some(direct), Some(first), Some(last)) = (&stmts.direct_copy, rows.first(), rows.last())
+    {
+        let present: bool = tx
+            .query_one(
+                &stmts.probe,
+                &[&first.topic, &first.partition, &first.offset, &last.offset],
+            )
+            .await
+            .map_err(|e| classify(&e, "probing for rows already present"))?
+            .get(0);
+        if !present {
+            let savepoint = tx
+                .savepoint("pico_direct")
+                .await
+                .map_err(|e| classify(&e, "SAVEPOINT"))?;
+            match copy_rows(&savepoint, direct, stmts, config, rows).await {
+                Ok(()) => {
+                    savepoint
+                        .commit()
+                        .await
+                        .map_err(|e| classify(&e, "RELEASE SAVEPOINT"))?;
+                    tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
+                    return Ok(WriteCounts {
+                        written: rows.len() as u64,
+                        already_present: 0,
+                    });
+                }
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    savepoint
+                        .rollback()
+                        .await
+                        .map_err(|e| classify(&e, "ROLLBACK TO SAVEPOINT"))?;
+                }
+                Err(e) => return Err(classify(&e, "COPY into the table")),
+            }
+        }
+    }
     let written: i64 = if rows.len() >= config.copy_threshold {
         tx.batch_execute(&stmts.create_stage)
             .await
             .map_err(|e| classify(&e, "creating the staging table"))?;
-        let sink = tx
-            .copy_in(&stmts.copy_in)
+        copy_rows(&tx, &stmts.copy_in, stmts, config, rows)
             .await
-            .map_err(|e| classify(&e, "COPY"))?;
-        let writer = BinaryCopyInWriter::new(sink, &stmts.copy_types);
-        pin_mut!(writer);
-        for row in rows {
-            let value: Option<Box<dyn ToSql + Sync + Send>> = match (&row.value, config.keep_value)
-            {
-                (_, false) => None,
-                (Some(Value::Json(t)), true) => Some(Box::new(RawJsonb(t))),
-                (Some(Value::Bytes(b)), true) => Some(Box::new(b.as_ref())),
-                (None, true) => Some(Box::new(Option::<&[u8]>::None)),
-            };
-            let params = row_params(row, &row.key, value);
-            let refs: Vec<&(dyn ToSql + Sync)> = params
-                .iter()
-                .map(|b| b.as_ref() as &(dyn ToSql + Sync))
-                .collect();
-            writer
-                .as_mut()
-                .write(&refs)
-                .await
-                .map_err(|e| classify(&e, "COPY row"))?;
-        }
-        writer.finish().await.map_err(|e| classify(&e, "COPY"))?;
+            .map_err(|e| classify(&e, "COPY into the staging table"))?;
         tx.query_one(&stmts.from_stage, &[])
             .await
             .map_err(|e| classify(&e, "INSERT … ON CONFLICT from the staging table"))?
@@ -309,45 +366,33 @@ async fn write_once(
     };
     tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
     let written = u64::try_from(written).unwrap_or_default();
-    Ok(Counts {
+    Ok(WriteCounts {
         written,
         already_present: rows.len() as u64 - written.min(rows.len() as u64),
     })
 }
 
 /// Writes `rows`, splitting on data errors until the offending records are isolated; those are
-/// returned as rejections (by their index in the batch), the rest is written.
-pub(crate) async fn write_isolating(
+/// returned as rejections, the rest is written.
+pub(crate) async fn write_rows(
     client: &mut Client,
     config: &PostgresSinkConfig,
     stmts: &Statements,
     rows: &[Row],
     batch: &pico_sink::Batch,
-) -> Result<(Counts, Vec<RejectedRecord>), Failure> {
-    let mut total = Counts::default();
-    let mut rejected = Vec::new();
-    let mut pending = vec![(0, rows.len())];
-    while let Some((start, end)) = pending.pop() {
-        if start == end {
-            continue;
-        }
-        match write_once(client, config, stmts, &rows[start..end]).await {
-            Ok(c) => {
-                total.written += c.written;
-                total.already_present += c.already_present;
-            }
-            Err(Failure::Data(reason)) if end - start > 1 => {
-                tracing::debug!(reason, start, end, "data error, splitting");
-                let mid = start + (end - start) / 2;
-                pending.push((mid, end));
-                pending.push((start, mid));
-            }
-            Err(Failure::Data(reason)) => rejected.push(RejectedRecord {
-                id: batch.records()[rows[start].index].id.clone(),
-                reason,
-            }),
-            Err(other) => return Err(other),
-        }
+) -> Result<(WriteCounts, Vec<RejectedRecord>), Failure> {
+    let mut plan = Isolator::new(rows.len());
+    while let Some((start, end)) = plan.next_range() {
+        let result = write_once(client, config, stmts, &rows[start..end]).await;
+        plan.record(start, end, result)?;
     }
-    Ok((total, rejected))
+    let (counts, refused) = plan.finish();
+    let rejected = refused
+        .into_iter()
+        .map(|(i, reason)| RejectedRecord {
+            id: batch.records()[rows[i].index].id.clone(),
+            reason,
+        })
+        .collect();
+    Ok((counts, rejected))
 }

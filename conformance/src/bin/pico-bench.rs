@@ -1,0 +1,234 @@
+//! `pico-bench`: throughput of a sink beside the destination's raw bulk path, measured on the
+//! same server in the same run, reported as ratios (absolute numbers on a shared machine mean
+//! little).
+//!
+//! `pico-bench postgres [--reps N]`: 1 KiB JSON records, batches of 1 000 and 10 000: the sink's
+//! first write, a replay of the same batch, and raw binary `COPY` into an UNLOGGED table of the
+//! same shape; then, on replays, COPY staging versus one unnest upsert per batch size (the
+//! sink's `copy_threshold`).
+
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::pin_mut;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::servers::postgres::{PgServer, connect};
+use pico_sink::identity::RecordId;
+use pico_sink::{Batch, Record, Sink};
+use pico_sink_postgres::{PostgresSink, PostgresSinkConfig, RawJsonb};
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::{ToSql, Type};
+
+fn record(partition: u32, offset: u64) -> Record {
+    // About 1 KiB of JSON per record.
+    let filler: String = (0..960)
+        .map(|i| (b'a' + ((offset as usize + i) % 26) as u8) as char)
+        .collect();
+    Record::new(
+        RecordId::new("bench.readings", partition, offset),
+        format!(
+            "{{\"offset\":{offset},\"meter\":\"M{:05}\",\"payload\":\"{filler}\"}}",
+            offset % 99_999
+        ),
+    )
+    .with_key(format!("M{:05}", offset % 99_999))
+    .with_timestamp_ms(1_767_225_600_000 + offset as i64)
+}
+
+fn batch(partition: u32, first: u64, n: u64) -> Batch {
+    Batch::new((first..first + n).map(|o| record(partition, o)).collect())
+        .unwrap_or_else(|e| unreachable!("{e}"))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+async fn raw_copy(url: &str, table: &str, b: &Batch) -> Result<Duration, String> {
+    let mut c = connect(url).await?;
+    c.batch_execute(&format!(
+        "CREATE UNLOGGED TABLE {table} (pico_topic text, pico_partition int, pico_offset bigint, \
+         key bytea, value jsonb, headers jsonb, ts timestamptz)"
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    let types = [
+        Type::TEXT,
+        Type::INT4,
+        Type::INT8,
+        Type::BYTEA,
+        Type::JSONB,
+        Type::JSONB,
+        Type::TIMESTAMPTZ,
+    ];
+    let values: Vec<(String, Option<SystemTime>)> = b
+        .records()
+        .iter()
+        .map(|r| {
+            let ts = r
+                .timestamp_ms
+                .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms as u64));
+            (String::from_utf8_lossy(&r.value).into_owned(), ts)
+        })
+        .collect();
+    let started = Instant::now();
+    let tx = c.transaction().await.map_err(|e| e.to_string())?;
+    let sink = tx
+        .copy_in(&format!("COPY {table} FROM STDIN (FORMAT binary)"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let writer = BinaryCopyInWriter::new(sink, &types);
+    pin_mut!(writer);
+    for (r, (value, ts)) in b.records().iter().zip(&values) {
+        let topic: &str = &r.id.topic;
+        let partition = r.id.partition as i32;
+        let offset = r.id.offset as i64;
+        let key = r.key.as_deref();
+        let headers: Option<RawJsonb> = None;
+        let row: [&(dyn ToSql + Sync); 7] = [
+            &topic,
+            &partition,
+            &offset,
+            &key,
+            &RawJsonb(value),
+            &headers,
+            ts,
+        ];
+        writer
+            .as_mut()
+            .write(&row)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    writer.finish().await.map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())?;
+    Ok(started.elapsed())
+}
+
+async fn sink_write(
+    url: &str,
+    table: &str,
+    b: &Batch,
+    threshold: usize,
+) -> Result<(Duration, Duration), String> {
+    let mut config = PostgresSinkConfig::new(url, table);
+    config.copy_threshold = threshold;
+    let mut sink = PostgresSink::new(config).map_err(|e| e.to_string())?;
+    sink.open().await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    sink.consume(b).await.map_err(|e| e.to_string())?;
+    let first = started.elapsed();
+    let started = Instant::now();
+    let replay = sink.consume(b).await.map_err(|e| e.to_string())?;
+    if replay.written != 0 {
+        return Err(format!("replay wrote {} rows", replay.written));
+    }
+    Ok((first, started.elapsed()))
+}
+
+fn rate(n: u64, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}
+
+async fn postgres(reps: usize) -> Result<(), String> {
+    let mut server = None;
+    let mut reasons = Vec::new();
+    for kind in [
+        ProviderKind::External,
+        ProviderKind::Docker,
+        ProviderKind::Native,
+    ] {
+        match PgServer::provide(kind).await {
+            Ok(s) => {
+                server = Some(s);
+                break;
+            }
+            Err(e) => reasons.push(format!("{kind}: {e}")),
+        }
+    }
+    let server = server.ok_or_else(|| format!("no PostgreSQL: {}", reasons.join("; ")))?;
+    let info = server.info().await;
+    let url = server.url().to_owned();
+    println!(
+        "PostgreSQL {} — {reps} repetitions, medians; 1 KiB JSON records\n",
+        info.version
+    );
+    println!("| batch | path | records/s | MB/s | ratio to raw COPY |");
+    println!("|---:|---|---:|---:|---:|");
+    for size in [1_000u64, 10_000] {
+        let bytes: u64 = batch(0, 0, size)
+            .records()
+            .iter()
+            .map(|r| r.value.len() as u64)
+            .sum();
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        for rep in 0..reps {
+            let b = batch(rep as u32, 0, size);
+            raw.push(raw_copy(&url, &format!("raw_{size}_{rep}"), &b).await?);
+            let (f, r) = sink_write(&url, &format!("sink_{size}_{rep}"), &b, 256).await?;
+            first.push(f);
+            replay.push(r);
+        }
+        let raw = median(raw);
+        for (path, d) in [
+            ("raw COPY (unlogged)", raw),
+            ("sink first write", median(first)),
+            ("sink replay", median(replay)),
+        ] {
+            println!(
+                "| {size} | {path} | {:.0} | {:.1} | {:.2} |",
+                rate(size, d),
+                rate(bytes, d) / 1e6,
+                raw.as_secs_f64() / d.as_secs_f64()
+            );
+        }
+    }
+    println!(
+        "\nStaging path by batch size (first writes; the sink's copy_threshold picks per size)\n"
+    );
+    println!("| batch | unnest records/s | COPY records/s | COPY / unnest |");
+    println!("|---:|---:|---:|---:|");
+    for size in [10u64, 50, 100, 250, 500, 1000, 2000] {
+        let (mut unnest, mut copy) = (Vec::new(), Vec::new());
+        for rep in 0..reps.max(5) {
+            let b = batch(rep as u32, 0, size);
+            unnest.push(
+                sink_write(&url, &format!("un_{size}"), &b, usize::MAX)
+                    .await?
+                    .0,
+            );
+            copy.push(sink_write(&url, &format!("cp_{size}"), &b, 1).await?.0);
+        }
+        let (u, c) = (median(unnest), median(copy));
+        println!(
+            "| {size} | {:.0} | {:.0} | {:.2} |",
+            rate(size, u),
+            rate(size, c),
+            u.as_secs_f64() / c.as_secs_f64()
+        );
+    }
+    server.stop().await
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let reps = args
+        .iter()
+        .position(|a| a == "--reps")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let result = match args.first().map(String::as_str) {
+        Some("postgres") => tokio::runtime::Runtime::new()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| rt.block_on(postgres(reps))),
+        _ => Err("usage: pico-bench postgres [--reps N]".into()),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Creating the table, and checking an existing one has the columns the sink writes.
+
+use pico_pg_common::{classify, quote_ident};
+use pico_sink::SinkError;
+use tokio_postgres::Client;
+
+use crate::config::{Dialect, RedshiftSinkConfig};
+use crate::rows::{TOPIC_MAX, VARCHAR_MAX};
+
+/// `(column, type)` in table order.
+pub(crate) fn columns(config: &RedshiftSinkConfig) -> Vec<(String, String)> {
+    let text = format!("VARCHAR({VARCHAR_MAX})");
+    let mut cols = vec![
+        ("pico_topic".to_owned(), format!("VARCHAR({TOPIC_MAX})")),
+        ("pico_partition".to_owned(), "INTEGER".to_owned()),
+        ("pico_offset".to_owned(), "BIGINT".to_owned()),
+        ("key".to_owned(), text.clone()),
+    ];
+    if config.keep_value {
+        cols.push(("value".into(), text.clone()));
+    }
+    cols.push(("headers".into(), text));
+    cols.push(("ts".into(), "TIMESTAMPTZ".into()));
+    for m in &config.mapped_columns {
+        cols.push((m.column.clone(), m.sql_type.clone()));
+    }
+    cols
+}
+
+fn create_table_sql(config: &RedshiftSinkConfig) -> String {
+    let mut defs: Vec<String> = columns(config)
+        .iter()
+        .enumerate()
+        .map(|(i, (n, t))| {
+            let not_null = if i < 3 { " NOT NULL" } else { "" };
+            format!("{} {t}{not_null}", quote_ident(n))
+        })
+        .collect();
+    let key = "pico_topic, pico_partition, pico_offset";
+    match config.dialect {
+        Dialect::Redshift => {
+            // Informational only: Redshift does not enforce it.
+            defs.push(format!("PRIMARY KEY ({key})"));
+            format!(
+                "CREATE TABLE IF NOT EXISTS {} ({}) SORTKEY ({key})",
+                config.table,
+                defs.join(", ")
+            )
+        }
+        // No key at all: only the sink's MERGE keeps duplicates out, as on Redshift.
+        Dialect::PostgresStandIn => format!(
+            "CREATE TABLE IF NOT EXISTS {} ({})",
+            config.table,
+            defs.join(", ")
+        ),
+    }
+}
+
+async fn existing(client: &Client, config: &RedshiftSinkConfig) -> Result<Vec<String>, SinkError> {
+    let rows = client
+        .query(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = $2",
+            &[&config.table.schema, &config.table.table],
+        )
+        .await
+        .map_err(|e| classify(&e, "reading the table's columns").into_sink_error())?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Creates the table if allowed and missing; checks the columns otherwise.
+pub(crate) async fn ensure_table(
+    client: &Client,
+    config: &RedshiftSinkConfig,
+) -> Result<(), SinkError> {
+    let mut have = existing(client, config).await?;
+    if have.is_empty() {
+        if !config.create_if_missing {
+            return Err(SinkError::fatal(format!(
+                "table {} does not exist: create it (see the crate docs for its columns) or set create_if_missing = true",
+                config.table
+            )));
+        }
+        let ddl = format!(
+            "CREATE SCHEMA IF NOT EXISTS {}; {}",
+            quote_ident(&config.table.schema),
+            create_table_sql(config)
+        );
+        let created = client.batch_execute(&ddl).await;
+        have = existing(client, config).await?;
+        if let (Err(e), true) = (created, have.is_empty()) {
+            return Err(classify(&e, "creating the table").into_sink_error());
+        }
+    }
+    let missing: Vec<String> = columns(config)
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !have.contains(n))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(SinkError::fatal(format!(
+            "table {} lacks the columns {}: add them or point the sink at a table of the documented shape",
+            config.table,
+            missing.join(", ")
+        )))
+    }
+}
