@@ -8,7 +8,8 @@ pub fn workspace_root() -> PathBuf {
     here.parent().map(PathBuf::from).unwrap_or(here)
 }
 
-/// Names of every sink crate under `sinks/` (the contract crate `pico-sink` excluded).
+/// Names of every sink crate under `sinks/`: the `pico-sink-*` crates (the contract crate
+/// `pico-sink` and support crates such as `pico-pg-common` are not sinks).
 pub fn sink_crates() -> Vec<String> {
     let mut names = Vec::new();
     let Ok(dirs) = std::fs::read_dir(workspace_root().join("sinks")) else {
@@ -22,7 +23,7 @@ pub fn sink_crates() -> Vec<String> {
             .lines()
             .find_map(|l| l.strip_prefix("name = \""))
             .and_then(|rest| rest.strip_suffix('"'));
-        if let Some(name) = name.filter(|n| *n != "pico-sink") {
+        if let Some(name) = name.filter(|n| n.starts_with("pico-sink-")) {
             names.push(name.to_owned());
         }
     }
