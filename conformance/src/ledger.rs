@@ -24,7 +24,7 @@ pub struct Ledger {
 }
 
 /// The comparison of a ledger with a read-back.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     /// Distinct records sent (a record sent twice counts once).
     pub sent: usize,
@@ -50,6 +50,12 @@ pub struct Measured {
     /// Observations of the scenario (attempts, faults injected).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Figures per delivery mode (meter-readings only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub meter: Vec<crate::scenarios::meter::ModeFigures>,
+    /// Where the measurement disagrees with what the sink's claim implies (meter-readings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<String>,
 }
 
 impl Ledger {
@@ -123,6 +129,8 @@ impl Ledger {
             corrupted,
             foreign,
             notes: Vec::new(),
+            meter: Vec::new(),
+            mismatches: Vec::new(),
         }
     }
 }

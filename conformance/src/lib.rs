@@ -21,6 +21,7 @@
 pub mod fault;
 pub mod images;
 pub mod ledger;
+pub mod meter;
 pub mod provider;
 pub mod proxy;
 pub mod report;

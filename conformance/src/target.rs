@@ -42,11 +42,13 @@ pub struct SinkUnderTest {
     pub faults: Option<Arc<dyn FaultSwitch>>,
 }
 
-/// One stored record as read back: its identity and a checksum of its value.
+/// One stored record as read back: its identity, its value and a checksum of the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRow {
     /// Identity parsed from what the destination holds.
     pub id: RecordId,
+    /// The value as the destination holds it (normalized JSON text for jsonb).
+    pub value: bytes::Bytes,
     /// [`payload_checksum`] of the stored value, in the destination's [`PayloadForm`].
     pub checksum: u64,
 }

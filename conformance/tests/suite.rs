@@ -25,7 +25,7 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
     let report = runner::run(&targets::all(), &opts, &Silent).await;
     assert_eq!(report.targets.len(), 3);
     for t in &report.targets {
-        assert_eq!(t.scenarios.len(), 7, "{}", t.target);
+        assert_eq!(t.scenarios.len(), 8, "{}", t.target);
         for s in &t.scenarios {
             assert_eq!(
                 s.verdict,
@@ -49,6 +49,27 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
     let m = lost_ack.measured.as_ref().unwrap();
     assert_eq!((m.sent, m.read, m.visible_duplicates), (100, 100, 0));
     assert!(m.notes[0].contains("ack cut 1 time"), "{:?}", m.notes);
+    // The meter-readings figures come from what the destination holds.
+    let meter = honouring
+        .scenarios
+        .iter()
+        .find(|s| s.scenario == Scenario::MeterReadings)
+        .and_then(|s| s.measured.as_ref())
+        .unwrap();
+    let figures: Vec<(usize, usize, usize)> = meter
+        .meter
+        .iter()
+        .map(|f| (f.rows_read, f.consumption_rows, f.polluted_cells))
+        .collect();
+    assert_eq!(
+        figures,
+        vec![(2381, 2162, 10), (2419, 2219, 5), (2400, 2200, 0)]
+    );
+    assert_eq!(
+        meter.meter[0].lost.len(),
+        19,
+        "at-most-once loss is named by the counter"
+    );
     let ignoring = &report.targets[2];
     let replay = &ignoring.scenarios[0];
     assert_eq!(replay.measured.as_ref().unwrap().visible_duplicates, 100);
@@ -64,6 +85,7 @@ fn rows(ids: &[(u64, u64)]) -> Readback {
                 ReadRow {
                     id: r.id,
                     checksum: checksum(&r.value),
+                    value: r.value,
                 }
             })
             .collect(),

@@ -35,5 +35,6 @@ pub(crate) fn row_from_envelope(envelope: &Envelope) -> Result<ReadRow, String> 
     Ok(ReadRow {
         id: record.id,
         checksum: checksum(&record.value),
+        value: record.value,
     })
 }

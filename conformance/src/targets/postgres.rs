@@ -131,12 +131,11 @@ impl Destination for PgDestination {
                 let partition: i32 = r.get(1);
                 let offset: i64 = r.get(2);
                 let value: Option<String> = r.get(3);
+                let value = bytes::Bytes::from(value.unwrap_or_default());
                 ReadRow {
                     id: RecordId::new(topic, partition as u32, offset as u64),
-                    checksum: payload_checksum(
-                        PayloadForm::Json,
-                        value.as_deref().unwrap_or_default().as_bytes(),
-                    ),
+                    checksum: payload_checksum(PayloadForm::Json, &value),
+                    value,
                 }
             })
             .collect();

@@ -1,0 +1,55 @@
+//! The Rust port of the meter-readings workload prints exactly what the Python module prints.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use pico_conformance::meter::{DeliveryMode, deliver, generate_source, python_report};
+
+fn script() -> Option<PathBuf> {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidates = [
+        std::env::var_os("PICO_METER_READINGS_PY").map(PathBuf::from),
+        Some(here.join("../../shared/workloads/meter_readings.py")),
+        Some(here.join("../shared/workloads/meter_readings.py")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_file())
+}
+
+#[test]
+fn rust_port_matches_the_python_module_bit_for_bit() {
+    let Some(script) = script() else {
+        eprintln!("SKIPPED — meter_readings.py not found (set PICO_METER_READINGS_PY)");
+        return;
+    };
+    let Ok(out) = Command::new("python3").arg(&script).output() else {
+        eprintln!("SKIPPED — python3 is not installed");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(python_report(), String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn the_reference_figures_hold_without_python() {
+    // The figures the Python module printed when the port was written, so the port is
+    // checked even where python3 is missing.
+    let report = python_report();
+    assert!(
+        report.starts_with("rows 2400 consumption 2200 summary cells 55\n"),
+        "{report}"
+    );
+    assert!(report.contains(
+        "at_least_once no-dedupe rows 2419 lost 0 dup 19 consumption 2219 dirty 5 diff {'central': 6.19, 'north': 12.27, 'east': 3.64, 'west': 18.36, 'south': 6.45}"
+    ), "{report}");
+    let raw = generate_source();
+    assert_eq!(raw.len(), 2400);
+    let lost = deliver(&raw, DeliveryMode::AtMostOnce).lost;
+    assert_eq!(lost.len(), 19);
+    assert!(lost.iter().all(|p| raw[*p].period == "2026-07"));
+}
