@@ -13,6 +13,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   mkdir -p /etc/postgresql-common 2>/dev/null && [ -w /etc/postgresql-common ] &&
     echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
 fi
+# InfluxDB 1.x (influxd): the native provider of the InfluxDB target.
+command -v influxd >/dev/null 2>&1 || need+=(influxdb)
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required: install Rust (rustup) first" >&2
   exit 1

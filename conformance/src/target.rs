@@ -60,6 +60,8 @@ pub struct Readback {
     pub rows: Vec<ReadRow>,
     /// Physical rows where the destination distinguishes them from visible ones.
     pub physical_rows: Option<u64>,
+    /// What the destination says about itself (series cardinality, parts before merge, ...).
+    pub notes: Vec<String>,
 }
 
 /// FNV-1a 64 of a value, for comparing what was sent with what is stored.

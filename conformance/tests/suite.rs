@@ -90,6 +90,7 @@ fn rows(ids: &[(u64, u64)]) -> Readback {
             })
             .collect(),
         physical_rows: None,
+        notes: Vec::new(),
     }
 }
 

@@ -50,7 +50,9 @@ pub struct ModeFigures {
 fn record(offset: usize, reading: &Reading) -> Result<Record, ScenarioError> {
     let value = serde_json::to_vec(reading)
         .map_err(|e| ScenarioError::Failed(format!("serializing a reading: {e}")))?;
-    Ok(Record::new(RecordId::new(TOPIC, 0, offset as u64), value))
+    // One reading a minute from 2026-01-01, so time-keyed destinations get a real time.
+    Ok(Record::new(RecordId::new(TOPIC, 0, offset as u64), value)
+        .with_timestamp_ms(1_767_225_600_000 + offset as i64 * 60_000))
 }
 
 fn batch(records: Vec<Record>) -> Result<Batch, ScenarioError> {

@@ -176,5 +176,6 @@ pub async fn run(
         .map_err(|e| ScenarioError::Failed(format!("reading back: {e}")))?;
     let mut measured = ctx.ledger.lock().compare(&back);
     measured.notes = ctx.notes;
+    measured.notes.extend(back.notes);
     Ok(measured)
 }

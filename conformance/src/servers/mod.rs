@@ -1,3 +1,4 @@
 //! Servers the providers start or connect to, shared by the targets that use them.
 
+pub mod influxdb;
 pub mod postgres;

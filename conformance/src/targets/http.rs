@@ -152,6 +152,7 @@ impl Destination for HttpDestination {
         Ok(Readback {
             rows,
             physical_rows: None,
+            notes: Vec::new(),
         })
     }
 

@@ -2,6 +2,7 @@
 //! module here and one line to [`all`].
 
 mod http;
+mod influxdb;
 mod postgres;
 mod redshift;
 mod stdout;
@@ -12,6 +13,7 @@ use pico_sink::identity::Scope;
 use crate::target::{ReadRow, Target, checksum};
 
 pub use http::HttpTarget;
+pub use influxdb::InfluxTarget;
 pub use postgres::PostgresTarget;
 pub use redshift::RedshiftTarget;
 pub use stdout::StdoutTarget;
@@ -24,6 +26,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(HttpTarget::ignoring()),
         Box::new(PostgresTarget),
         Box::new(RedshiftTarget),
+        Box::new(InfluxTarget),
     ]
 }
 

@@ -142,6 +142,7 @@ impl Destination for PgDestination {
         Ok(Readback {
             rows,
             physical_rows: None,
+            notes: Vec::new(),
         })
     }
 

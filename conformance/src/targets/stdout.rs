@@ -150,6 +150,7 @@ impl Destination for Terminal {
         Ok(Readback {
             rows,
             physical_rows: None,
+            notes: Vec::new(),
         })
     }
 

@@ -18,6 +18,7 @@ mod claim;
 mod driver;
 mod envelope;
 mod error;
+mod isolate;
 mod record;
 mod sink;
 
@@ -26,6 +27,7 @@ pub use claim::{Claim, Description, Scenario};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 pub use envelope::{Envelope, EnvelopeError, Payload};
 pub use error::{RejectedRecord, SinkError};
+pub use isolate::{Attempt, Isolator};
 pub use pico_identity as identity;
 pub use record::{Header, Record};
 pub use sink::{Sink, WriteReport};

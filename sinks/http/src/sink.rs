@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Batch, Claim, Description, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
+    WriteReport,
 };
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use tracing::{debug, warn};
@@ -99,19 +100,24 @@ impl Sink for HttpSink {
 
     async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
         let records = batch.records();
-        let mut written = 0u64;
-        let mut rejected = Vec::new();
-        // Ranges still to send; a refused range is split in halves with their own keys.
-        let mut pending = vec![(0, records.len())];
-        while let Some((start, end)) = pending.pop() {
+        // A refused range is split in halves, each sent with its own (deterministic) key.
+        let mut plan = Isolator::new(records.len());
+        while let Some((start, end)) = plan.next_range() {
             let part = if (start, end) == (0, records.len()) {
                 batch.clone()
             } else {
                 Batch::new(records[start..end].to_vec())
                     .map_err(|e| SinkError::fatal(format!("splitting {}: {e}", batch.id())))?
             };
-            match self.post(&part).await? {
-                Outcome::Stored => written += part.len() as u64,
+            let attempt = match self.post(&part).await? {
+                Outcome::Stored => Attempt::Written(WriteReport {
+                    written: part.len() as u64,
+                    already_present: 0,
+                }),
+                Outcome::Refused { reason } => {
+                    warn!(batch = %part.id(), reason, "endpoint refused the batch");
+                    Attempt::Refused(reason)
+                }
                 Outcome::Retry { message, after } => {
                     return Err(SinkError::Retryable {
                         message,
@@ -119,27 +125,21 @@ impl Sink for HttpSink {
                     });
                 }
                 Outcome::Fatal { message } => return Err(SinkError::fatal(message)),
-                Outcome::Refused { reason } if end - start > 1 => {
-                    warn!(batch = %part.id(), reason, "endpoint refused the batch, splitting");
-                    let mid = start + (end - start) / 2;
-                    pending.push((mid, end));
-                    pending.push((start, mid));
-                }
-                Outcome::Refused { reason } => rejected.push(RejectedRecord {
-                    id: records[start].id.clone(),
-                    reason,
-                }),
-            }
+            };
+            plan.record(start, end, attempt);
         }
-        let report = WriteReport {
-            written,
-            already_present: 0,
-        };
-        if rejected.is_empty() {
+        let (report, refused) = plan.finish();
+        if refused.is_empty() {
             Ok(report)
         } else {
             Err(SinkError::Rejected {
-                records: rejected,
+                records: refused
+                    .into_iter()
+                    .map(|(i, reason)| RejectedRecord {
+                        id: records[i].id.clone(),
+                        reason,
+                    })
+                    .collect(),
                 written: report,
             })
         }

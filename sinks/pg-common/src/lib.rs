@@ -5,13 +5,11 @@
 mod classify;
 mod connect;
 mod ident;
-mod isolate;
 mod mapping;
 mod record;
 
 pub use classify::{Failure, classify};
 pub use connect::{ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
-pub use isolate::{Isolator, WriteCounts};
 pub use mapping::{ConflictAction, MappedColumn, extract_mapped};
 pub use record::{CommonFields, common_fields, json_has_nul};

@@ -5,8 +5,8 @@ use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::pin_mut;
-use pico_pg_common::{Failure, Isolator, WriteCounts, classify, quote_ident};
-use pico_sink::RejectedRecord;
+use pico_pg_common::{Failure, classify, quote_ident};
+use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -301,7 +301,7 @@ async fn write_once(
     config: &PostgresSinkConfig,
     stmts: &Statements,
     rows: &[Row],
-) -> Result<WriteCounts, Failure> {
+) -> Result<WriteReport, Failure> {
     let mut tx = client
         .transaction()
         .await
@@ -331,7 +331,7 @@ async fn write_once(
                         .await
                         .map_err(|e| classify(&e, "RELEASE SAVEPOINT"))?;
                     tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
-                    return Ok(WriteCounts {
+                    return Ok(WriteReport {
                         written: rows.len() as u64,
                         already_present: 0,
                     });
@@ -366,7 +366,7 @@ async fn write_once(
     };
     tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
     let written = u64::try_from(written).unwrap_or_default();
-    Ok(WriteCounts {
+    Ok(WriteReport {
         written,
         already_present: rows.len() as u64 - written.min(rows.len() as u64),
     })
@@ -380,11 +380,15 @@ pub(crate) async fn write_rows(
     stmts: &Statements,
     rows: &[Row],
     batch: &pico_sink::Batch,
-) -> Result<(WriteCounts, Vec<RejectedRecord>), Failure> {
+) -> Result<(WriteReport, Vec<RejectedRecord>), Failure> {
     let mut plan = Isolator::new(rows.len());
     while let Some((start, end)) = plan.next_range() {
-        let result = write_once(client, config, stmts, &rows[start..end]).await;
-        plan.record(start, end, result)?;
+        let attempt = match write_once(client, config, stmts, &rows[start..end]).await {
+            Ok(report) => Attempt::Written(report),
+            Err(Failure::Data(reason)) => Attempt::Refused(reason),
+            Err(other) => return Err(other),
+        };
+        plan.record(start, end, attempt);
     }
     let (counts, refused) = plan.finish();
     let rejected = refused

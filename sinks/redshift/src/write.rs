@@ -2,8 +2,8 @@
 
 use std::time::SystemTime;
 
-use pico_pg_common::{ConflictAction, Failure, Isolator, WriteCounts, classify, quote_ident};
-use pico_sink::RejectedRecord;
+use pico_pg_common::{ConflictAction, Failure, classify, quote_ident};
+use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
@@ -154,7 +154,7 @@ async fn write_once(
     config: &RedshiftSinkConfig,
     stmts: &Statements,
     rows: &[Row],
-) -> Result<WriteCounts, Failure> {
+) -> Result<WriteReport, Failure> {
     let tx = client
         .transaction()
         .await
@@ -189,7 +189,7 @@ async fn write_once(
     let present = u64::try_from(present)
         .unwrap_or_default()
         .min(rows.len() as u64);
-    Ok(WriteCounts {
+    Ok(WriteReport {
         written: rows.len() as u64 - present,
         already_present: present,
     })
@@ -202,11 +202,15 @@ pub(crate) async fn write_rows(
     stmts: &Statements,
     rows: &[Row],
     batch: &pico_sink::Batch,
-) -> Result<(WriteCounts, Vec<RejectedRecord>), Failure> {
+) -> Result<(WriteReport, Vec<RejectedRecord>), Failure> {
     let mut plan = Isolator::new(rows.len());
     while let Some((start, end)) = plan.next_range() {
-        let result = write_once(client, config, stmts, &rows[start..end]).await;
-        plan.record(start, end, result)?;
+        let attempt = match write_once(client, config, stmts, &rows[start..end]).await {
+            Ok(report) => Attempt::Written(report),
+            Err(Failure::Data(reason)) => Attempt::Refused(reason),
+            Err(other) => return Err(other),
+        };
+        plan.record(start, end, attempt);
     }
     let (counts, refused) = plan.finish();
     let rejected = refused

@@ -1,0 +1,112 @@
+//! [`Isolator`]: finding the records a destination refuses by splitting the batch.
+//!
+//! Many destinations refuse a whole request for one bad record (an HTTP 400 or 413, a SQL data
+//! error rolling back a transaction, a line-protocol parse error). The isolator plans the
+//! requests: the whole range first; a refused range is split in halves until single records are
+//! isolated. Those are reported (by index) with the destination's reason, and everything else is
+//! written. Each range must be written idempotently (the same range always gives the same
+//! request), so a retry of the batch repeats the same plan.
+
+use crate::sink::WriteReport;
+
+/// How writing one range went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// The range was written.
+    Written(WriteReport),
+    /// The destination refused the range because of its data; the reason.
+    Refused(String),
+}
+
+/// Plans the writes of `len` records; see the module docs.
+///
+/// ```
+/// use pico_sink::{Attempt, Isolator, WriteReport};
+/// let mut plan = Isolator::new(4);
+/// while let Some((start, end)) = plan.next_range() {
+///     let attempt = if (start..end).contains(&2) {
+///         Attempt::Refused("bad".into())
+///     } else {
+///         Attempt::Written(WriteReport { written: (end - start) as u64, already_present: 0 })
+///     };
+///     plan.record(start, end, attempt);
+/// }
+/// let (report, refused) = plan.finish();
+/// assert_eq!((report.written, refused), (3, vec![(2, "bad".to_owned())]));
+/// ```
+#[derive(Debug)]
+pub struct Isolator {
+    pending: Vec<(usize, usize)>,
+    total: WriteReport,
+    refused: Vec<(usize, String)>,
+}
+
+impl Isolator {
+    /// A plan for records `0..len`.
+    pub fn new(len: usize) -> Self {
+        Self {
+            pending: if len == 0 { Vec::new() } else { vec![(0, len)] },
+            total: WriteReport::default(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The next range to write as one request.
+    pub fn next_range(&mut self) -> Option<(usize, usize)> {
+        self.pending.pop()
+    }
+
+    /// Records how writing `start..end` went.
+    pub fn record(&mut self, start: usize, end: usize, attempt: Attempt) {
+        match attempt {
+            Attempt::Written(r) => {
+                self.total.written += r.written;
+                self.total.already_present += r.already_present;
+            }
+            Attempt::Refused(reason) if end - start > 1 => {
+                tracing::debug!(reason, start, end, "range refused, splitting");
+                let mid = start + (end - start) / 2;
+                self.pending.push((mid, end));
+                self.pending.push((start, mid));
+            }
+            Attempt::Refused(reason) => self.refused.push((start, reason)),
+        }
+    }
+
+    /// What was written, and the refused records (index, reason) in index order.
+    pub fn finish(mut self) -> (WriteReport, Vec<(usize, String)>) {
+        self.refused.sort_by_key(|(i, _)| *i);
+        (self.total, self.refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_records_are_isolated_in_few_requests() {
+        let bad = [3usize, 4, 9];
+        let mut plan = Isolator::new(10);
+        let mut requests = 0;
+        while let Some((s, e)) = plan.next_range() {
+            requests += 1;
+            let attempt = if (s..e).any(|i| bad.contains(&i)) {
+                Attempt::Refused(format!("bad record in {s}..{e}"))
+            } else {
+                Attempt::Written(WriteReport {
+                    written: (e - s) as u64,
+                    already_present: 0,
+                })
+            };
+            plan.record(s, e, attempt);
+        }
+        let (report, refused) = plan.finish();
+        assert_eq!(report.written, 7);
+        assert_eq!(
+            refused.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+            vec![3, 4, 9]
+        );
+        assert!(requests < 20, "{requests} requests");
+    }
+}

@@ -1,0 +1,366 @@
+//! Records to line protocol points whose identity is the record's.
+
+use pico_sink::Record;
+use pico_sink::identity::Scope;
+
+use crate::config::{PointMapping, TimestampPolicy};
+
+/// Tag holding the namespace-qualified topic.
+pub const TOPIC_TAG: &str = "pico_topic";
+/// Tag holding the partition.
+pub const PARTITION_TAG: &str = "pico_partition";
+/// Integer field holding the offset.
+pub const OFFSET_FIELD: &str = "pico_offset";
+/// Nanoseconds per millisecond: the offset modulo this fills the sub-millisecond digits.
+pub const SUB_MS: u64 = 1_000_000;
+
+/// InfluxDB's time range, in ns since the epoch.
+const MIN_NS: i64 = -9_223_372_036_854_775_806;
+const MAX_NS: i64 = 9_223_372_036_854_775_806;
+
+/// The point time of a record: its millisecond time in ns plus `offset mod 1 000 000`.
+pub fn point_time_ns(ms: i64, offset: u64) -> Option<i64> {
+    let t = ms
+        .checked_mul(SUB_MS as i64)?
+        .checked_add((offset % SUB_MS) as i64)?;
+    (MIN_NS..=MAX_NS).contains(&t).then_some(t)
+}
+
+/// Backslash-escapes `special` (and, in string values, the backslash itself).
+fn escape(text: &str, special: &[char], backslash: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (backslash && c == '\\') || special.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// In names and tag values InfluxDB unescapes only `\,`, `\=` and `\ `: any other backslash is
+/// literal, so a backslash before one of those (or at the end) cannot be written unambiguously.
+fn unambiguous(what: &str, text: &str, special: &[char]) -> Result<(), String> {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && chars
+                .peek()
+                .is_none_or(|n| special.contains(n) || *n == '\\')
+        {
+            return Err(format!(
+                "{what} holds a backslash before {} or at its end, which line protocol cannot carry unambiguously",
+                special
+                    .iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A measurement name.
+fn measurement(text: &str) -> Result<String, String> {
+    unambiguous("the measurement", text, &[',', ' '])?;
+    Ok(escape(text, &[',', ' '], false))
+}
+
+/// A tag key, tag value or field key.
+fn key(what: &str, text: &str) -> Result<String, String> {
+    unambiguous(what, text, &[',', '=', ' '])?;
+    Ok(escape(text, &[',', '=', ' '], false))
+}
+
+/// A string field value, quoted (here the backslash is escaped too).
+fn string_value(text: &str) -> String {
+    format!("\"{}\"", escape(text, &['"'], true))
+}
+
+fn no_breaks(what: &str, text: &str) -> Result<(), String> {
+    if text.contains(['\n', '\r']) {
+        return Err(format!(
+            "{what} holds a line break, which line protocol cannot carry"
+        ));
+    }
+    if text.contains('\0') {
+        return Err(format!("{what} holds a NUL character"));
+    }
+    Ok(())
+}
+
+/// The pico tags, `,pico_partition=…,pico_topic=…`.
+fn pico_tags(scope: &Scope, record: &Record) -> Result<String, String> {
+    let topic = scope.qualified_topic(&record.id.topic);
+    if topic.is_empty() {
+        return Err("the topic is empty, and InfluxDB drops empty tag values: its points could not be told apart".into());
+    }
+    no_breaks("the topic", &topic)?;
+    Ok(format!(
+        ",{PARTITION_TAG}={},{TOPIC_TAG}={}",
+        record.id.partition,
+        key("the topic", &topic)?
+    ))
+}
+
+fn offset_field(record: &Record) -> Result<String, String> {
+    let offset = i64::try_from(record.id.offset).map_err(|_| {
+        format!(
+            "offset {} is above i64::MAX and does not fit the integer field {OFFSET_FIELD}",
+            record.id.offset
+        )
+    })?;
+    Ok(format!("{OFFSET_FIELD}={offset}i"))
+}
+
+fn time(ms: Option<i64>, record: &Record, policy: TimestampPolicy) -> Result<i64, String> {
+    let ms = match (ms, policy) {
+        (Some(ms), _) => ms,
+        (None, TimestampPolicy::RecordOffset) => i64::try_from(record.id.offset)
+            .map_err(|_| "the offset is too large to serve as a time".to_owned())?,
+        (None, TimestampPolicy::Reject) => {
+            return Err(
+                "no timestamp: the record has none and the payload gives none (set a time field or timestamp_policy)"
+                    .into(),
+            );
+        }
+    };
+    point_time_ns(ms, record.id.offset)
+        .ok_or_else(|| format!("timestamp {ms} ms is outside InfluxDB's time range"))
+}
+
+fn field_value(name: &str, v: &serde_json::Value) -> Result<Option<String>, String> {
+    Ok(match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        serde_json::Value::Number(n) => Some(match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => format!("{i}i"),
+            (None, Some(_)) if n.is_u64() => {
+                return Err(format!("field {name} is an integer above i64::MAX"));
+            }
+            (None, Some(f)) => format!("{f:?}"),
+            (None, None) => return Err(format!("field {name} is not a number InfluxDB can hold")),
+        }),
+        serde_json::Value::String(s) => {
+            no_breaks(&format!("field {name}"), s)?;
+            Some(string_value(s))
+        }
+        nested => {
+            // Arrays and objects are not field types: keep them as their JSON text.
+            Some(string_value(&nested.to_string()))
+        }
+    })
+}
+
+/// The point of a JSON object payload.
+pub(crate) fn json_point(
+    mapping: &PointMapping,
+    scope: &Scope,
+    record: &Record,
+    policy: TimestampPolicy,
+) -> Result<String, String> {
+    let doc: serde_json::Value =
+        serde_json::from_slice(&record.value).map_err(|e| format!("value is not JSON: {e}"))?;
+    let obj = doc
+        .as_object()
+        .ok_or("value is not a JSON object, so it has no fields")?;
+    let ms = match &mapping.time_field {
+        Some(f) => Some(
+            obj.get(f)
+                .and_then(serde_json::Value::as_i64)
+                .ok_or_else(|| format!("time field {f} is missing or not an integer of ms"))?,
+        ),
+        None => record.timestamp_ms,
+    };
+    let mut tags = Vec::new();
+    for t in &mapping.tags {
+        let text = match obj.get(t) {
+            None | Some(serde_json::Value::Null) => continue,
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        if t.starts_with("pico_") {
+            return Err(format!("tag {t} collides with the sink's pico_ tags"));
+        }
+        if !text.is_empty() {
+            no_breaks(&format!("tag {t}"), &text)?;
+            tags.push(format!(
+                ",{}={}",
+                key("a tag name", t)?,
+                key(&format!("tag {t}"), &text)?
+            ));
+        }
+    }
+    let mut fields = vec![offset_field(record)?];
+    for (name, v) in obj {
+        let chosen = if mapping.fields.is_empty() {
+            !mapping.tags.contains(name) && mapping.time_field.as_ref() != Some(name)
+        } else {
+            mapping.fields.contains(name)
+        };
+        if !chosen {
+            continue;
+        }
+        if name == OFFSET_FIELD {
+            return Err(format!(
+                "payload field {OFFSET_FIELD} collides with the sink's field"
+            ));
+        }
+        no_breaks(&format!("field name {name}"), name)?;
+        if let Some(value) = field_value(name, v)? {
+            fields.push(format!("{}={value}", key("a field name", name)?));
+        }
+    }
+    Ok(format!(
+        "{}{}{} {} {}",
+        measurement(&mapping.measurement)?,
+        tags.concat(),
+        pico_tags(scope, record)?,
+        fields.join(","),
+        time(ms, record, policy)?
+    ))
+}
+
+/// End of the section starting at `from` (first unescaped space, outside quotes when `quotes`).
+fn section_end(line: &str, from: usize, quotes: bool) -> usize {
+    let bytes = line.as_bytes();
+    let (mut i, mut quoted) = (from, false);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'"' if quotes => quoted = !quoted,
+            b' ' if !quoted => return i,
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+/// A line-protocol payload with the pico tags and field added, and the computed time when the
+/// line has none (a line's own time is kept: then its identity is the line's).
+pub(crate) fn line_point(
+    scope: &Scope,
+    record: &Record,
+    policy: TimestampPolicy,
+) -> Result<String, String> {
+    let text = std::str::from_utf8(&record.value)
+        .map_err(|_| "value is not UTF-8 line protocol".to_owned())?;
+    let line = text.trim_end_matches(['\n', '\r']);
+    no_breaks("the line", line)?;
+    if line.trim().is_empty() {
+        return Err("value is an empty line".into());
+    }
+    let series_end = section_end(line, 0, false);
+    let fields_end = section_end(line, series_end + 1, true);
+    if series_end >= line.len() || fields_end == series_end + 1 {
+        return Err("value is not line protocol: no field set".into());
+    }
+    let own_time = line
+        .get(fields_end + 1..)
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let time = match own_time {
+        Some(t) => t.to_owned(),
+        None => time(record.timestamp_ms, record, policy)?.to_string(),
+    };
+    Ok(format!(
+        "{}{} {},{} {}",
+        &line[..series_end],
+        pico_tags(scope, record)?,
+        &line[series_end + 1..fields_end],
+        offset_field(record)?,
+        time
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use pico_sink::identity::RecordId;
+
+    use super::*;
+
+    fn mapping() -> PointMapping {
+        PointMapping {
+            measurement: "readings".into(),
+            tags: vec!["region".into()],
+            fields: vec![],
+            time_field: None,
+        }
+    }
+
+    #[test]
+    fn json_points_carry_the_identity() {
+        let r = Record::new(
+            RecordId::new("a b,c", 3, 1_000_007),
+            r#"{"region":"east","m3":12,"ok":true,"note":"say \"hi\"","tags":[1]}"#,
+        )
+        .with_timestamp_ms(1_700_000_000_000);
+        let p = json_point(&mapping(), &Scope::default(), &r, TimestampPolicy::Reject).unwrap();
+        assert_eq!(
+            p,
+            r#"readings,region=east,pico_partition=3,pico_topic=a\ b\,c pico_offset=1000007i,m3=12i,note="say \"hi\"",ok=true,tags="[1]" 1700000000000000007"#
+        );
+    }
+
+    #[test]
+    fn backslashes_stay_literal_where_influx_keeps_them() {
+        let r = Record::new(RecordId::new("a\\;b", 0, 1), "{}").with_timestamp_ms(1);
+        let p = json_point(&mapping(), &Scope::default(), &r, TimestampPolicy::Reject).unwrap();
+        assert!(p.contains("pico_topic=a\\;b "), "{p}");
+    }
+
+    #[test]
+    fn replays_land_on_the_same_time_and_neighbours_do_not() {
+        assert_eq!(point_time_ns(5, 42), point_time_ns(5, 42));
+        assert_ne!(point_time_ns(5, 42), point_time_ns(5, 43));
+        assert_eq!(point_time_ns(5, 42), Some(5_000_042));
+        assert_eq!(point_time_ns(i64::MAX, 0), None);
+    }
+
+    #[test]
+    fn line_protocol_gets_tags_field_and_time() {
+        let r = Record::new(
+            RecordId::new("t", 0, 9),
+            "cpu,host=a\\ b usage=0.5,msg=\"x y\"",
+        )
+        .with_timestamp_ms(2);
+        assert_eq!(
+            line_point(&Scope::default(), &r, TimestampPolicy::Reject).unwrap(),
+            "cpu,host=a\\ b,pico_partition=0,pico_topic=t usage=0.5,msg=\"x y\",pico_offset=9i 2000009"
+        );
+        let own = Record::new(RecordId::new("t", 0, 9), "cpu v=1 123");
+        assert_eq!(
+            line_point(&Scope::default(), &own, TimestampPolicy::Reject).unwrap(),
+            "cpu,pico_partition=0,pico_topic=t v=1,pico_offset=9i 123"
+        );
+    }
+
+    #[test]
+    fn what_influx_cannot_hold_is_a_reason() {
+        let s = Scope::default();
+        for (r, needle) in [
+            (Record::new(RecordId::new("t", 0, 1), "{}"), "no timestamp"),
+            (
+                Record::new(RecordId::new("", 0, 1), "{}").with_timestamp_ms(1),
+                "empty",
+            ),
+            (
+                Record::new(RecordId::new("t", 0, u64::MAX), "{}").with_timestamp_ms(1),
+                "i64",
+            ),
+            (
+                Record::new(RecordId::new("t", 0, 1), "[1]").with_timestamp_ms(1),
+                "object",
+            ),
+            (
+                Record::new(RecordId::new("t", 0, 1), r#"{"a":"x\ny"}"#).with_timestamp_ms(1),
+                "line break",
+            ),
+        ] {
+            let err = json_point(&mapping(), &s, &r, TimestampPolicy::Reject).unwrap_err();
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! [`InfluxSink`].
+
+use async_trait::async_trait;
+use pico_sink::{
+    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
+    WriteReport,
+};
+use reqwest::StatusCode;
+use tracing::debug;
+
+use crate::config::{Api, InfluxSinkConfig, Payload};
+use crate::line::{json_point, line_point};
+
+/// Writes points whose identity is the record's; see the crate docs.
+pub struct InfluxSink {
+    config: InfluxSinkConfig,
+    client: reqwest::Client,
+    write_url: reqwest::Url,
+}
+
+enum Outcome {
+    Written,
+    Refused(String),
+}
+
+impl InfluxSink {
+    /// Checks the configuration and builds the client.
+    pub fn new(config: InfluxSinkConfig) -> Result<Self, SinkError> {
+        let base = reqwest::Url::parse(&config.url)
+            .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
+        let mut write_url = base
+            .join(match config.api {
+                Api::V1 { .. } => "write",
+                Api::V2 { .. } => "api/v2/write",
+            })
+            .map_err(|e| SinkError::fatal(format!("url {:?}: {e}", config.url)))?;
+        {
+            let mut q = write_url.query_pairs_mut();
+            q.append_pair("precision", "ns");
+            match &config.api {
+                Api::V1 {
+                    database,
+                    retention_policy,
+                    ..
+                } => {
+                    q.append_pair("db", database);
+                    if let Some(rp) = retention_policy {
+                        q.append_pair("rp", rp);
+                    }
+                }
+                Api::V2 { org, bucket, .. } => {
+                    q.append_pair("org", org);
+                    q.append_pair("bucket", bucket);
+                }
+            }
+        }
+        let client = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            config,
+            client,
+            write_url,
+        })
+    }
+
+    fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.config.api {
+            Api::V1 {
+                credentials: Some((user, password)),
+                ..
+            } => request.basic_auth(user, Some(password)),
+            Api::V2 { token, .. } => request.header("Authorization", format!("Token {token}")),
+            Api::V1 { .. } => request,
+        }
+    }
+
+    async fn post(&self, body: String) -> Result<Outcome, SinkError> {
+        let response = self
+            .authorize(self.client.post(self.write_url.clone()))
+            .header("Content-Type", "text/plain; charset=utf-8")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| SinkError::retryable(format!("POST {}: {e}", self.write_url)))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| SinkError::retryable(format!("reading the answer: {e}")))?;
+        let text: String = text.chars().take(300).collect();
+        match status.as_u16() {
+            200..=299 => Ok(Outcome::Written),
+            400 | 413 | 422 => Ok(Outcome::Refused(format!("{status}: {}", text.trim()))),
+            401 | 403 => Err(SinkError::fatal(format!(
+                "{status}: check the credentials or token: {text}"
+            ))),
+            404 => Err(SinkError::fatal(format!(
+                "{status}: the database or bucket does not exist — create it (or set create_database): {text}"
+            ))),
+            _ if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() => {
+                Err(SinkError::retryable(format!("{status}: {text}")))
+            }
+            _ => Err(SinkError::fatal(format!(
+                "{status}: unexpected answer: {text}"
+            ))),
+        }
+    }
+
+    async fn create_database(&self) -> Result<(), SinkError> {
+        let Api::V1 {
+            database,
+            create_database: true,
+            ..
+        } = &self.config.api
+        else {
+            return Ok(());
+        };
+        let mut url = reqwest::Url::parse(&self.config.url)
+            .and_then(|u| u.join("query"))
+            .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
+        let q = format!("CREATE DATABASE \"{}\"", database.replace('"', "\\\""));
+        url.query_pairs_mut().append_pair("q", &q);
+        let response = self
+            .authorize(self.client.post(url))
+            .send()
+            .await
+            .map_err(|e| SinkError::retryable(format!("CREATE DATABASE: {e}")))?;
+        if response.status().is_success() {
+            Ok(())
+        } else if response.status().is_server_error() {
+            Err(SinkError::retryable(format!(
+                "CREATE DATABASE: {}",
+                response.status()
+            )))
+        } else {
+            Err(SinkError::fatal(format!(
+                "CREATE DATABASE {database} refused ({}): create it yourself or grant the right",
+                response.status()
+            )))
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for InfluxSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        self.create_database().await
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        let mut lines = Vec::with_capacity(batch.len());
+        let mut rejected = Vec::new();
+        for record in batch.records() {
+            let point = match &self.config.payload {
+                Payload::Json(m) => {
+                    json_point(m, &self.config.scope, record, self.config.timestamp_policy)
+                }
+                Payload::LineProtocol => {
+                    line_point(&self.config.scope, record, self.config.timestamp_policy)
+                }
+            };
+            match point {
+                Ok(line) => lines.push((record, line)),
+                Err(reason) => rejected.push(RejectedRecord {
+                    id: record.id.clone(),
+                    reason,
+                }),
+            }
+        }
+        let mut plan = Isolator::new(lines.len());
+        while let Some((start, end)) = plan.next_range() {
+            let body = lines[start..end]
+                .iter()
+                .map(|(_, l)| l.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let attempt = match self.post(body).await? {
+                Outcome::Written => Attempt::Written(WriteReport {
+                    written: (end - start) as u64,
+                    already_present: 0,
+                }),
+                Outcome::Refused(reason) => Attempt::Refused(reason),
+            };
+            plan.record(start, end, attempt);
+        }
+        let (report, refused) = plan.finish();
+        rejected.extend(refused.into_iter().map(|(i, reason)| RejectedRecord {
+            id: lines[i].0.id.clone(),
+            reason,
+        }));
+        debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
+        if rejected.is_empty() {
+            Ok(report)
+        } else {
+            rejected.sort_by_key(|r| r.id.offset);
+            Err(SinkError::Rejected {
+                records: rejected,
+                written: report,
+            })
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            sink: "influxdb".into(),
+            mechanism: "point = measurement + your tags + pico_topic/pico_partition tags + time \
+                        (ms in ns plus offset mod 1e6); pico_offset field; a replay rewrites the \
+                        same point"
+                .into(),
+            claims: vec![
+                (Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate),
+                (Scenario::BadInput, Claim::NoVisibleDuplicate),
+            ],
+            default_claim: Claim::OverwrittenInPlace,
+        }
+    }
+}
