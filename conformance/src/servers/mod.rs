@@ -2,3 +2,4 @@
 
 pub mod influxdb;
 pub mod postgres;
+pub mod s3;

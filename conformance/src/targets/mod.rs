@@ -5,6 +5,7 @@ mod http;
 mod influxdb;
 mod postgres;
 mod redshift;
+mod s3;
 mod stdout;
 
 use pico_sink::Envelope;
@@ -16,6 +17,7 @@ pub use http::HttpTarget;
 pub use influxdb::InfluxTarget;
 pub use postgres::PostgresTarget;
 pub use redshift::RedshiftTarget;
+pub use s3::S3Target;
 pub use stdout::StdoutTarget;
 
 /// Every target, in table order.
@@ -27,6 +29,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(PostgresTarget),
         Box::new(RedshiftTarget),
         Box::new(InfluxTarget),
+        Box::new(S3Target),
     ]
 }
 
