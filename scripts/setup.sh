@@ -15,6 +15,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 fi
 # InfluxDB 1.x (influxd): the native provider of the InfluxDB target.
 command -v influxd >/dev/null 2>&1 || need+=(influxdb)
+# ClickHouse (Debian ships 18.16): the native provider of the ClickHouse target.
+[ -x /usr/sbin/clickhouse-server ] || command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server)
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is required: install Rust (rustup) first" >&2
   exit 1

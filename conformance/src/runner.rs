@@ -122,8 +122,14 @@ pub async fn run(
                 continue;
             }
         };
+        // Opened first, so a sink that detects server features can name them.
         let mechanism_and_claims = match dest.sink("pico-describe").await {
-            Ok(s) => Ok(s.sink.describe()),
+            Ok(mut s) => {
+                if let Err(e) = s.sink.open().await {
+                    tracing::warn!(target = target.name(), error = %e, "opening the describe sink failed");
+                }
+                Ok(s.sink.describe())
+            }
             Err(e) => Err(e),
         };
         let description = match mechanism_and_claims {

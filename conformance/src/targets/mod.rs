@@ -1,6 +1,7 @@
 //! One target per sink (per destination flavour). Adding a sink to the suite means adding one
 //! module here and one line to [`all`].
 
+mod clickhouse;
 mod http;
 mod influxdb;
 mod postgres;
@@ -13,6 +14,7 @@ use pico_sink::identity::Scope;
 
 use crate::target::{ReadRow, Target, checksum};
 
+pub use clickhouse::ClickHouseTarget;
 pub use http::HttpTarget;
 pub use influxdb::InfluxTarget;
 pub use postgres::PostgresTarget;
@@ -30,6 +32,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(RedshiftTarget),
         Box::new(InfluxTarget),
         Box::new(S3Target),
+        Box::new(ClickHouseTarget),
     ]
 }
 

@@ -1,0 +1,321 @@
+//! [`ClickHouseSink`].
+
+use async_trait::async_trait;
+use pico_sink::{Batch, Claim, Description, Payload, Sink, SinkError, WriteReport};
+use tracing::debug;
+
+use crate::config::{ClickHouseSinkConfig, ident, literal};
+use crate::tsv::escape;
+
+/// Inserts batches above the partition's watermark; see the crate docs.
+pub struct ClickHouseSink {
+    config: ClickHouseSinkConfig,
+    client: reqwest::Client,
+    version: Option<String>,
+    tokens: bool,
+    ready: bool,
+}
+
+const COLUMNS: &str = "pico_topic, pico_partition, pico_offset, key, value, headers, ts";
+
+/// `major.minor` of a version string.
+fn major_minor(version: &str) -> (u32, u32) {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// A server exception onto the contract, by its `Code: N`.
+fn classify(status: u16, body: &str, what: &str) -> SinkError {
+    let code = body
+        .split("Code: ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|c| c.parse::<u32>().ok());
+    let text: String = body.chars().take(400).collect();
+    let detail = format!("{what}: HTTP {status}: {}", text.trim());
+    match (status, code) {
+        (_, Some(60 | 81)) => SinkError::fatal(format!(
+            "{detail} — the database or table does not exist: create it or set create_if_missing"
+        )),
+        (401 | 403, _) | (_, Some(192 | 193 | 194 | 516)) => {
+            SinkError::fatal(format!("{detail} — check the user and password"))
+        }
+        (_, Some(16 | 47 | 62)) => SinkError::fatal(format!(
+            "{detail} — the table does not have the columns the sink writes"
+        )),
+        (404, _) => SinkError::fatal(format!("{detail} — check the url")),
+        _ => SinkError::retryable(detail),
+    }
+}
+
+impl ClickHouseSink {
+    /// Builds the HTTP client.
+    pub fn new(config: ClickHouseSinkConfig) -> Result<Self, SinkError> {
+        reqwest::Url::parse(&config.url)
+            .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
+        let client = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            config,
+            client,
+            version: None,
+            tokens: false,
+            ready: false,
+        })
+    }
+
+    /// The server version, once opened.
+    pub fn server_version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// The idempotency mechanisms in force on this server.
+    pub fn active_mechanisms(&self) -> Vec<&'static str> {
+        let mut m = vec![
+            "partition watermark",
+            "ReplacingMergeTree (read with FINAL)",
+        ];
+        if self.tokens {
+            m.push("insert_deduplication_token");
+        }
+        m
+    }
+
+    /// Runs `sql` (with `body` as INSERT data) and returns the answer.
+    async fn run(
+        &self,
+        sql: &str,
+        body: Vec<u8>,
+        settings: &[(&str, String)],
+    ) -> Result<Vec<u8>, SinkError> {
+        let mut url = reqwest::Url::parse(&self.config.url)
+            .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
+        // INSERT data travels as the body with the statement in the URL; any other statement is
+        // the body itself (older servers refuse a POST without a Content-Length).
+        let body = {
+            let mut q = url.query_pairs_mut();
+            for (k, v) in settings {
+                q.append_pair(k, v);
+            }
+            if body.is_empty() {
+                sql.as_bytes().to_vec()
+            } else {
+                q.append_pair("query", sql);
+                body
+            }
+        };
+        let mut req = self.client.post(url).body(body);
+        if let Some((user, password)) = &self.config.credentials {
+            req = req
+                .header("X-ClickHouse-User", user)
+                .header("X-ClickHouse-Key", password);
+        }
+        let what: String = sql.chars().take(60).collect();
+        let response = req
+            .send()
+            .await
+            .map_err(|e| SinkError::retryable(format!("{what}: {e}")))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| SinkError::retryable(format!("{what}: reading the answer: {e}")))?;
+        if status == 200 {
+            Ok(bytes.to_vec())
+        } else {
+            Err(classify(status, &String::from_utf8_lossy(&bytes), &what))
+        }
+    }
+
+    async fn prepare(&mut self) -> Result<(), SinkError> {
+        if self.ready {
+            return Ok(());
+        }
+        let version =
+            String::from_utf8_lossy(&self.run("SELECT version()", Vec::new(), &[]).await?)
+                .trim()
+                .to_owned();
+        self.tokens = major_minor(&version) >= (22, 2);
+        self.version = Some(version);
+        let table = self.config.qualified();
+        if self.config.create_if_missing {
+            self.run(
+                &format!(
+                    "CREATE DATABASE IF NOT EXISTS {}",
+                    ident(&self.config.database)
+                ),
+                Vec::new(),
+                &[],
+            )
+            .await?;
+            let settings = if self.tokens {
+                format!(
+                    " SETTINGS non_replicated_deduplication_window = {}",
+                    self.config.deduplication_window
+                )
+            } else {
+                String::new()
+            };
+            self.run(
+                &format!(
+                    "CREATE TABLE IF NOT EXISTS {table} (pico_topic String, pico_partition UInt32, \
+                     pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64)) \
+                     ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset){settings}"
+                ),
+                Vec::new(),
+                &[],
+            )
+            .await?;
+        }
+        let described = self
+            .run(
+                &format!("DESCRIBE TABLE {table} FORMAT TabSeparated"),
+                Vec::new(),
+                &[],
+            )
+            .await?;
+        let described = String::from_utf8_lossy(&described);
+        let missing: Vec<&str> = COLUMNS
+            .split(", ")
+            .filter(|c| !described.lines().any(|l| l.split('\t').next() == Some(c)))
+            .collect();
+        if !missing.is_empty() {
+            return Err(SinkError::fatal(format!(
+                "table {table} lacks the columns {}: alter it or point the sink at a table of the documented shape",
+                missing.join(", ")
+            )));
+        }
+        self.ready = true;
+        Ok(())
+    }
+
+    /// Highest offset stored for a topic-partition, if any.
+    async fn watermark(&self, topic: &str, partition: u32) -> Result<Option<u64>, SinkError> {
+        let answer = self
+            .run(
+                &format!(
+                    "SELECT count(), max(pico_offset) FROM {} WHERE pico_topic = {} AND pico_partition = {partition} FORMAT TabSeparated",
+                    self.config.qualified(),
+                    literal(topic).replace('\0', "\\0")
+                ),
+                Vec::new(),
+                &[],
+            )
+            .await?;
+        let text = String::from_utf8_lossy(&answer);
+        let mut fields = text.trim().split('\t');
+        let count: u64 = fields.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+        let max: Option<u64> = fields.next().and_then(|m| m.parse().ok());
+        Ok(if count == 0 { None } else { max })
+    }
+
+    fn rows(&self, batch: &Batch) -> Vec<u8> {
+        let mut out = Vec::with_capacity(batch.len() * 128);
+        for r in batch.records() {
+            escape(
+                self.config.scope.qualified_topic(&r.id.topic).as_bytes(),
+                &mut out,
+            );
+            out.extend_from_slice(format!("\t{}\t{}\t", r.id.partition, r.id.offset).as_bytes());
+            escape(r.key.as_deref().unwrap_or_default(), &mut out);
+            out.push(b'\t');
+            escape(&r.value, &mut out);
+            out.push(b'\t');
+            let headers: Vec<serde_json::Value> = r
+                .headers
+                .iter()
+                .map(
+                    |h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)}),
+                )
+                .collect();
+            escape(
+                serde_json::to_string(&headers)
+                    .unwrap_or_default()
+                    .as_bytes(),
+                &mut out,
+            );
+            out.push(b'\t');
+            match r.timestamp_ms {
+                Some(ms) => out.extend_from_slice(ms.to_string().as_bytes()),
+                None => out.extend_from_slice(b"\\N"),
+            }
+            out.push(b'\n');
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Sink for ClickHouseSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        self.prepare().await
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        self.prepare().await?;
+        let topic = self
+            .config
+            .scope
+            .qualified_topic(batch.topic())
+            .into_owned();
+        let watermark = self.watermark(&topic, batch.partition()).await?;
+        let tail = match watermark {
+            Some(w) => batch.after(w),
+            None => Some(batch.clone()),
+        };
+        let Some(tail) = tail else {
+            return Ok(WriteReport {
+                written: 0,
+                already_present: batch.len() as u64,
+            });
+        };
+        let mut settings = Vec::new();
+        if self.tokens {
+            settings.push((
+                "insert_deduplication_token",
+                self.config.scope.idempotency_key(
+                    tail.id(),
+                    &pico_sink::identity::IdempotencyKeyStyle::Readable,
+                ),
+            ));
+        }
+        self.run(
+            &format!(
+                "INSERT INTO {} ({COLUMNS}) FORMAT TabSeparated",
+                self.config.qualified()
+            ),
+            self.rows(&tail),
+            &settings,
+        )
+        .await?;
+        debug!(batch = %batch.id(), ?watermark, inserted = tail.len(), "block inserted");
+        Ok(WriteReport {
+            written: tail.len() as u64,
+            already_present: (batch.len() - tail.len()) as u64,
+        })
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        let version = self
+            .version
+            .as_deref()
+            .map(|v| format!(" (server {v})"))
+            .unwrap_or_default();
+        Description {
+            sink: "clickhouse".into(),
+            mechanism: format!(
+                "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset); insert only \
+                 offsets above the partition's max(pico_offset), one atomic block per batch; active{version}: {}",
+                self.active_mechanisms().join(", ")
+            ),
+            claims: Vec::new(),
+            default_claim: Claim::NoVisibleDuplicate,
+        }
+    }
+}
