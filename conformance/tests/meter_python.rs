@@ -8,7 +8,10 @@ use std::process::Command;
 use pico_conformance::meter::{DeliveryMode, deliver, generate_source, python_report};
 
 fn script() -> Option<PathBuf> {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // At run time: the compile-time value names whichever checkout last built this binary.
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let candidates = [
         std::env::var_os("PICO_METER_READINGS_PY").map(PathBuf::from),
         Some(here.join("../../shared/workloads/meter_readings.py")),

@@ -3,8 +3,13 @@
 use std::path::PathBuf;
 
 /// The workspace root (the folder holding the top-level `Cargo.toml`).
+///
+/// Read from `CARGO_MANIFEST_DIR` at run time (cargo and nextest set it): the compile-time value
+/// would name whichever checkout last built the binary in a shared target directory.
 pub fn workspace_root() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     here.parent().map(PathBuf::from).unwrap_or(here)
 }
 

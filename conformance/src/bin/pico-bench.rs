@@ -2,6 +2,9 @@
 //! same server in the same run, reported as ratios (absolute numbers on a shared machine mean
 //! little).
 //!
+//! `pico-bench s3|clickhouse|influxdb [--reps N]`: the same records, against a plain PutObject
+//! of the same bytes, the same INSERT without the watermark query, and plain line protocol.
+//!
 //! `pico-bench postgres [--reps N]`: 1 KiB JSON records, batches of 1 000 and 10 000: the sink's
 //! first write, a replay of the same batch, and raw binary `COPY` into an UNLOGGED table of the
 //! same shape; then, on replays, COPY staging versus one unnest upsert per batch size (the
@@ -210,6 +213,288 @@ async fn postgres(reps: usize) -> Result<(), String> {
     server.stop().await
 }
 
+/// Prints one comparison table: the raw path and the sink's first write and replay per size.
+fn print_rows(
+    size: u64,
+    bytes: u64,
+    raw: Duration,
+    first: Duration,
+    replay: Duration,
+    raw_name: &str,
+) {
+    for (path, d) in [
+        (raw_name, raw),
+        ("sink first write", first),
+        ("sink replay", replay),
+    ] {
+        println!(
+            "| {size} | {path} | {:.0} | {:.1} | {:.2} |",
+            rate(size, d),
+            rate(bytes, d) / 1e6,
+            raw.as_secs_f64() / d.as_secs_f64()
+        );
+    }
+}
+
+/// Times the sink's first write and replay of `b` (a new sink per call).
+async fn time_sink(mut sink: Box<dyn Sink>, b: &Batch) -> Result<(Duration, Duration), String> {
+    sink.open().await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    sink.consume(b).await.map_err(|e| e.to_string())?;
+    let first = started.elapsed();
+    let started = Instant::now();
+    // A replay skips (S3, ClickHouse) or rewrites in place (InfluxDB).
+    sink.consume(b).await.map_err(|e| e.to_string())?;
+    Ok((first, started.elapsed()))
+}
+
+fn table_header(title: &str) {
+    println!("\n{title}\n");
+    println!("| batch | path | records/s | MB/s | ratio to raw |");
+    println!("|---:|---|---:|---:|---:|");
+}
+
+async fn s3(reps: usize) -> Result<(), String> {
+    use aws_sdk_s3::primitives::ByteStream;
+    use pico_conformance::servers::s3::S3Server;
+    let server = provide_any(S3Server::provide).await?;
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .endpoint_url(&server.endpoint)
+        .force_path_style(true)
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            &server.access_key,
+            &server.secret_key,
+            None,
+            None,
+            "bench",
+        ))
+        .build();
+    let client = aws_sdk_s3::Client::from_conf(conf);
+    let _ = client.create_bucket().bucket("bench").send().await;
+    table_header(&format!(
+        "{} {} — one object per batch; raw = plain PutObject of the same JSON lines",
+        server.info().name,
+        server.info().version
+    ));
+    for size in [1_000u64, 10_000] {
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for rep in 0..reps {
+            let b = batch(rep as u32, 0, size);
+            let body: Vec<u8> = b
+                .records()
+                .iter()
+                .flat_map(|r| {
+                    let mut l = serde_json::to_vec(&pico_sink::Envelope::from_record(
+                        &Default::default(),
+                        r,
+                    ))
+                    .unwrap_or_default();
+                    l.push(b'\n');
+                    l
+                })
+                .collect();
+            bytes = body.len() as u64;
+            let started = Instant::now();
+            client
+                .put_object()
+                .bucket("bench")
+                .key(format!("raw/{size}/{rep}.jsonl"))
+                .body(ByteStream::from(body))
+                .send()
+                .await
+                .map_err(|e| format!("{e:?}"))?;
+            raw.push(started.elapsed());
+            let mut config = pico_sink_s3::S3SinkConfig::new("bench", format!("sink/{size}/{rep}"));
+            config.endpoint = Some(server.endpoint.clone());
+            config.credentials = Some((server.access_key.clone(), server.secret_key.clone()));
+            let sink = pico_sink_s3::S3Sink::new(config).map_err(|e| e.to_string())?;
+            let (f, r) = time_sink(Box::new(sink), &b).await?;
+            first.push(f);
+            replay.push(r);
+        }
+        print_rows(
+            size,
+            bytes,
+            median(raw),
+            median(first),
+            median(replay),
+            "raw PUT",
+        );
+    }
+    server.stop().await
+}
+
+async fn clickhouse(reps: usize) -> Result<(), String> {
+    use pico_conformance::servers::clickhouse::ClickHouseServer;
+    let server = provide_any(ClickHouseServer::provide).await?;
+    let info = server.info().await;
+    server.query("CREATE DATABASE IF NOT EXISTS bench").await?;
+    table_header(&format!(
+        "ClickHouse {} — raw = the same TabSeparated INSERT without the watermark query",
+        info.version
+    ));
+    for size in [1_000u64, 10_000] {
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for rep in 0..reps {
+            let b = batch(rep as u32, 0, size);
+            let table = format!("raw_{size}_{rep}");
+            server
+                .query(&format!(
+                    "CREATE TABLE bench.{table} (pico_topic String, pico_partition UInt32, pico_offset UInt64, \
+                     key String, value String, headers String, ts Nullable(Int64)) \
+                     ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset)"
+                ))
+                .await?;
+            let mut rows = Vec::new();
+            for r in b.records() {
+                rows.extend_from_slice(
+                    format!("{}\t{}\t{}\t", r.id.topic, r.id.partition, r.id.offset).as_bytes(),
+                );
+                pico_sink_clickhouse::escape(r.key.as_deref().unwrap_or_default(), &mut rows);
+                rows.push(b'\t');
+                pico_sink_clickhouse::escape(&r.value, &mut rows);
+                rows.extend_from_slice(
+                    format!("\t[]\t{}\n", r.timestamp_ms.unwrap_or_default()).as_bytes(),
+                );
+            }
+            bytes = rows.len() as u64;
+            let mut url = reqwest::Url::parse(server.url()).map_err(|e| e.to_string())?;
+            url.query_pairs_mut().append_pair(
+                "query",
+                &format!("INSERT INTO bench.{table} FORMAT TabSeparated"),
+            );
+            let started = Instant::now();
+            let r = reqwest::Client::new()
+                .post(url)
+                .body(rows)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !r.status().is_success() {
+                return Err(r.text().await.unwrap_or_default());
+            }
+            raw.push(started.elapsed());
+            let config = pico_sink_clickhouse::ClickHouseSinkConfig::new(
+                server.url(),
+                "bench",
+                format!("sink_{size}_{rep}"),
+            );
+            let sink =
+                pico_sink_clickhouse::ClickHouseSink::new(config).map_err(|e| e.to_string())?;
+            let (f, r) = time_sink(Box::new(sink), &b).await?;
+            first.push(f);
+            replay.push(r);
+        }
+        print_rows(
+            size,
+            bytes,
+            median(raw),
+            median(first),
+            median(replay),
+            "raw INSERT",
+        );
+    }
+    server.stop().await
+}
+
+async fn influxdb(reps: usize) -> Result<(), String> {
+    use pico_conformance::servers::influxdb::InfluxServer;
+    use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping};
+    let server = provide_any(InfluxServer::provide).await?;
+    let info = server.info().await;
+    let client = reqwest::Client::new();
+    table_header(&format!(
+        "InfluxDB {} — raw = the same points as plain line protocol, no identity tags or field",
+        info.version
+    ));
+    for size in [1_000u64, 10_000] {
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for rep in 0..reps {
+            let b = batch(rep as u32, 0, size);
+            let db = format!("bench_{size}_{rep}");
+            client
+                .post(format!("{}/query?q=CREATE+DATABASE+raw_{db}", server.url()))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let lines: String = b
+                .records()
+                .iter()
+                .map(|r| {
+                    format!(
+                        "readings,meter=M{:05} offset={}i,payload=\"{}\" {}\n",
+                        r.id.offset % 99_999,
+                        r.id.offset,
+                        "x".repeat(960),
+                        r.timestamp_ms.unwrap_or_default() * 1_000_000
+                    )
+                })
+                .collect();
+            bytes = lines.len() as u64;
+            let started = Instant::now();
+            let resp = client
+                .post(format!("{}/write?db=raw_{db}&precision=ns", server.url()))
+                .body(lines)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !resp.status().is_success() {
+                return Err(resp.text().await.unwrap_or_default());
+            }
+            raw.push(started.elapsed());
+            let mapping = PointMapping {
+                measurement: "readings".into(),
+                tags: vec!["meter".into()],
+                fields: vec![],
+                time_field: None,
+            };
+            let sink = InfluxSink::new(InfluxSinkConfig::v1(
+                server.url(),
+                db,
+                Payload::Json(mapping),
+            ))
+            .map_err(|e| e.to_string())?;
+            let (f, r) = time_sink(Box::new(sink), &b).await?;
+            first.push(f);
+            replay.push(r);
+        }
+        print_rows(
+            size,
+            bytes,
+            median(raw),
+            median(first),
+            median(replay),
+            "raw line protocol",
+        );
+    }
+    server.stop().await
+}
+
+/// The first provider (external, docker, native) that works.
+async fn provide_any<S, F, Fut>(provide: F) -> Result<S, String>
+where
+    F: Fn(ProviderKind) -> Fut,
+    Fut: std::future::Future<Output = Result<S, String>>,
+{
+    let mut reasons = Vec::new();
+    for kind in [
+        ProviderKind::External,
+        ProviderKind::Docker,
+        ProviderKind::Native,
+    ] {
+        match provide(kind).await {
+            Ok(s) => return Ok(s),
+            Err(e) => reasons.push(format!("{kind}: {e}")),
+        }
+    }
+    Err(reasons.join("; "))
+}
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let reps = args
@@ -218,11 +503,19 @@ fn main() -> std::process::ExitCode {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let result = match args.first().map(String::as_str) {
-        Some("postgres") => tokio::runtime::Runtime::new()
-            .map_err(|e| e.to_string())
-            .and_then(|rt| rt.block_on(postgres(reps))),
-        _ => Err("usage: pico-bench postgres [--reps N]".into()),
+        Some("postgres") => rt.block_on(postgres(reps)),
+        Some("s3") => rt.block_on(s3(reps)),
+        Some("clickhouse") => rt.block_on(clickhouse(reps)),
+        Some("influxdb") => rt.block_on(influxdb(reps)),
+        _ => Err("usage: pico-bench postgres|s3|clickhouse|influxdb [--reps N]".into()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -233,7 +233,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+                // delta-kernel logs an ERROR for every table it finds not yet created.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,buoyant_kernel=off")),
         )
         .with_writer(std::io::stderr)
         .init();

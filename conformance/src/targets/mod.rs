@@ -2,6 +2,7 @@
 //! module here and one line to [`all`].
 
 mod clickhouse;
+mod delta;
 mod http;
 mod influxdb;
 mod postgres;
@@ -15,6 +16,7 @@ use pico_sink::identity::Scope;
 use crate::target::{ReadRow, Target, checksum};
 
 pub use clickhouse::ClickHouseTarget;
+pub use delta::DeltaTarget;
 pub use http::HttpTarget;
 pub use influxdb::InfluxTarget;
 pub use postgres::PostgresTarget;
@@ -33,6 +35,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(InfluxTarget),
         Box::new(S3Target),
         Box::new(ClickHouseTarget),
+        Box::new(DeltaTarget),
     ]
 }
 

@@ -8,6 +8,8 @@
 //!    response) inserts nothing; a re-batched replay inserts only its new tail. One INSERT of
 //!    fewer than `max_insert_block_size` rows is one block, written atomically, so the watermark
 //!    and the data it describes cannot disagree.
+//!    This relies on the runtime committing offsets only after the write: every writer of a
+//!    partition resumes from the committed offset, so nothing below the maximum is missing.
 //! 2. **`insert_deduplication_token`** from the batch identity, where the server supports it
 //!    (22.2 and later; the table gets `non_replicated_deduplication_window`): two INSERTs of the
 //!    same range — two writers that both read the watermark before either inserted — are

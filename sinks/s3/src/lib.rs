@@ -15,6 +15,9 @@
 //!   offset found; only records above it are written. A replay with other boundaries
 //!   (`[0..99]` then `[50..149]`) writes just the new tail `[100..149]`.
 //!
+//! The watermark relies on the runtime committing offsets only after the write: every writer of
+//! a partition resumes from the committed offset, so nothing below the highest `last` is missing.
+//!
 //! What it does not cover: two writers of one partition at the same moment (a zombie during a
 //! rebalance) can each LIST before the other's PUT and write overlapping objects; S3 has no
 //! atomic "put if the prefix's watermark is still X". The conformance suite measures it.

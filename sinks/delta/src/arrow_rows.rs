@@ -1,0 +1,81 @@
+//! Records to an Arrow batch of the table's schema.
+
+use std::sync::Arc;
+
+use deltalake::arrow::array::{ArrayRef, BinaryArray, Int64Array, StringArray};
+use deltalake::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use deltalake::arrow::record_batch::RecordBatch;
+use deltalake::kernel::{DataType as DeltaType, PrimitiveType, StructField};
+use pico_sink::identity::Scope;
+use pico_sink::{Payload, Record};
+
+/// The Delta columns.
+pub(crate) fn delta_columns() -> Vec<StructField> {
+    let col = |name: &str, ty: PrimitiveType, nullable: bool| {
+        StructField::new(name, DeltaType::Primitive(ty), nullable)
+    };
+    vec![
+        col("pico_topic", PrimitiveType::String, false),
+        col("pico_partition", PrimitiveType::Long, false),
+        col("pico_offset", PrimitiveType::Long, false),
+        col("key", PrimitiveType::Binary, true),
+        col("value", PrimitiveType::Binary, true),
+        col("headers", PrimitiveType::String, true),
+        col("ts", PrimitiveType::Long, true),
+    ]
+}
+
+/// The Arrow schema matching [`delta_columns`].
+pub(crate) fn arrow_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("pico_topic", DataType::Utf8, false),
+        Field::new("pico_partition", DataType::Int64, false),
+        Field::new("pico_offset", DataType::Int64, false),
+        Field::new("key", DataType::Binary, true),
+        Field::new("value", DataType::Binary, true),
+        Field::new("headers", DataType::Utf8, true),
+        Field::new("ts", DataType::Int64, true),
+    ]))
+}
+
+/// One Arrow batch of `records` (offsets already checked to fit i64).
+pub(crate) fn to_arrow(scope: &Scope, records: &[Record]) -> Result<RecordBatch, String> {
+    let topics: StringArray = records
+        .iter()
+        .map(|r| Some(scope.qualified_topic(&r.id.topic).into_owned()))
+        .collect();
+    let partitions: Int64Array = records
+        .iter()
+        .map(|r| Some(i64::from(r.id.partition)))
+        .collect();
+    let offsets: Int64Array = records
+        .iter()
+        .map(|r| i64::try_from(r.id.offset).ok())
+        .collect();
+    let keys: BinaryArray = records.iter().map(|r| r.key.as_deref()).collect();
+    let values: BinaryArray = records.iter().map(|r| Some(r.value.as_ref())).collect();
+    let headers: StringArray = records
+        .iter()
+        .map(|r| {
+            (!r.headers.is_empty()).then(|| {
+                let list: Vec<serde_json::Value> = r
+                    .headers
+                    .iter()
+                    .map(|h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)}))
+                    .collect();
+                serde_json::Value::Array(list).to_string()
+            })
+        })
+        .collect();
+    let ts: Int64Array = records.iter().map(|r| r.timestamp_ms).collect();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(topics),
+        Arc::new(partitions),
+        Arc::new(offsets),
+        Arc::new(keys),
+        Arc::new(values),
+        Arc::new(headers),
+        Arc::new(ts),
+    ];
+    RecordBatch::try_new(arrow_schema(), columns).map_err(|e| e.to_string())
+}

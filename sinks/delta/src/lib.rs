@@ -1,0 +1,39 @@
+//! A Delta Lake sink that commits each batch with its offset watermark, atomically.
+//!
+//! Every commit carries a Delta `txn` action — application id
+//! `pico:{namespace/}topic:partition`, version = the batch's last offset — in the same atomic log
+//! entry as the data files it adds. Before writing, the sink reads the committed version of that
+//! application id and writes only records above it; a replay (same or re-batched) is skipped or
+//! trimmed to its new tail. No coordinator, no side store: the table is its own watermark.
+//!
+//! **Concurrent writers.** delta-rs does not refuse a second commit carrying an application id
+//! it has already seen (delta-rs #2580): with its automatic retry, a commit that lost the race
+//! for a table version would be rebased and appended again. This sink therefore commits with
+//! retries off: when another writer took the version it was writing against, the commit fails,
+//! the sink reloads the table, re-reads its application version, recomputes the tail and tries
+//! again (up to [`DeltaSinkConfig::commit_attempts`] times). Writers of different partitions
+//! simply retry; two writers of one partition (a zombie after a rebalance) end with the loser
+//! writing only what the winner did not.
+//!
+//! **The premise of every watermark.** Skipping offsets at or below the committed version is
+//! safe because a runtime commits a consumer offset only after the write: whoever writes a
+//! partition resumes from the committed offset, so everything below the highest committed
+//! version was written. A writer that started *above* unwritten records (which needs an offset
+//! committed without its write — at-most-once) would have those records skipped by the others.
+//!
+//! **Retention.** Delta keeps `txn` actions for `delta.setTransactionRetentionDuration` (unset:
+//! forever). If that property is set and a partition writes nothing for longer, its watermark
+//! is dropped at the next checkpoint, and a replay older than that would be appended again. Leave
+//! it unset, or longer than any replay horizon of your runtime. Checkpoints are written every
+//! [`DeltaSinkConfig::checkpoint_interval`] commits (`delta.checkpointInterval`).
+//!
+//! Table (created when missing): `pico_topic string, pico_partition long, pico_offset long,
+//! key binary, value binary, headers string, ts long` (ms since the epoch). Offsets above
+//! `i64::MAX` are rejected with their offset (a Delta `long` and the `txn` version are signed).
+
+mod arrow_rows;
+mod config;
+mod sink;
+
+pub use config::DeltaSinkConfig;
+pub use sink::{DeltaSink, app_id};

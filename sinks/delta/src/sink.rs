@@ -1,0 +1,248 @@
+//! [`DeltaSink`].
+
+use async_trait::async_trait;
+use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
+use deltalake::kernel::{Action, Transaction};
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake::{DeltaTable, DeltaTableError};
+use pico_sink::identity::Scope;
+use pico_sink::{Batch, Claim, Description, RejectedRecord, Sink, SinkError, WriteReport};
+use tracing::debug;
+
+use crate::arrow_rows::{delta_columns, to_arrow};
+use crate::config::DeltaSinkConfig;
+
+/// The application id of a topic-partition's `txn` actions.
+pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
+    format!("pico:{}:{partition}", scope.qualified_topic(topic))
+}
+
+/// Commits one batch per Delta version with its watermark; see the crate docs.
+pub struct DeltaSink {
+    config: DeltaSinkConfig,
+    table: Option<DeltaTable>,
+}
+
+fn table_url(location: &str) -> Result<url::Url, SinkError> {
+    if location.contains("://") {
+        url::Url::parse(location)
+            .map_err(|e| SinkError::fatal(format!("location {location:?} is not a URL: {e}")))
+    } else {
+        std::fs::create_dir_all(location)
+            .map_err(|e| SinkError::fatal(format!("cannot create {location:?}: {e}")))?;
+        let path = std::fs::canonicalize(location)
+            .map_err(|e| SinkError::fatal(format!("location {location:?}: {e}")))?;
+        url::Url::from_directory_path(&path).map_err(|()| {
+            SinkError::fatal(format!(
+                "location {location:?} is not an absolute directory"
+            ))
+        })
+    }
+}
+
+/// Storage and I/O problems may pass; everything else is configuration.
+fn error(e: DeltaTableError, what: &str) -> SinkError {
+    match e {
+        DeltaTableError::ObjectStore { .. } | DeltaTableError::Io { .. } => {
+            SinkError::retryable(format!("{what}: {e}"))
+        }
+        other => SinkError::fatal(format!("{what}: {other}")),
+    }
+}
+
+/// A commit that lost the race for its table version.
+fn lost_race(e: &DeltaTableError) -> bool {
+    matches!(
+        e,
+        DeltaTableError::VersionAlreadyExists(_)
+            | DeltaTableError::Transaction {
+                source: TransactionError::VersionAlreadyExists(_)
+                    | TransactionError::MaxCommitAttempts(_)
+                    | TransactionError::CommitConflict(_)
+            }
+    )
+}
+
+impl DeltaSink {
+    /// A sink for the configured table (nothing is touched before `open`).
+    pub fn new(config: DeltaSinkConfig) -> Self {
+        Self {
+            config,
+            table: None,
+        }
+    }
+
+    async fn table(&mut self) -> Result<&mut DeltaTable, SinkError> {
+        if self.table.is_none() {
+            let url = table_url(&self.config.location)?;
+            let table = DeltaTable::try_from_url(url)
+                .await
+                .map_err(|e| error(e, "opening the table"))?;
+            let table = if table.version().is_some() {
+                table
+            } else if self.config.create_if_missing {
+                let created = table
+                    .create()
+                    .with_columns(delta_columns())
+                    .with_configuration_property(
+                        deltalake::TableProperty::CheckpointInterval,
+                        Some(self.config.checkpoint_interval.to_string()),
+                    )
+                    .await;
+                match created {
+                    Ok(t) => t,
+                    // Another writer created it meanwhile.
+                    Err(_) => DeltaTable::try_from_url(table_url(&self.config.location)?)
+                        .await
+                        .map_err(|e| error(e, "opening the table"))?,
+                }
+            } else {
+                return Err(SinkError::fatal(format!(
+                    "no Delta table at {}: create it or set create_if_missing",
+                    self.config.location
+                )));
+            };
+            self.table = Some(table);
+        }
+        self.table
+            .as_mut()
+            .ok_or_else(|| SinkError::fatal("table not loaded"))
+    }
+}
+
+#[async_trait]
+impl Sink for DeltaSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        self.table().await.map(|_| ())
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        let (fit, rejected): (Vec<_>, Vec<_>) = batch
+            .records()
+            .iter()
+            .partition(|r| i64::try_from(r.id.offset).is_ok());
+        let rejected: Vec<RejectedRecord> = rejected
+            .into_iter()
+            .map(|r| RejectedRecord {
+                id: r.id.clone(),
+                reason: format!(
+                    "offset {} is above i64::MAX: a Delta long and the txn version are signed",
+                    r.id.offset
+                ),
+            })
+            .collect();
+        let app = app_id(&self.config.scope, batch.topic(), batch.partition());
+        let attempts = self.config.commit_attempts.max(1);
+        let scope = self.config.scope.clone();
+        let mut report = WriteReport::default();
+        if !fit.is_empty() {
+            let fit = Batch::new(fit.into_iter().cloned().collect())
+                .map_err(|e| SinkError::fatal(format!("{e}")))?;
+            let table = self.table().await?;
+            let mut done = false;
+            for attempt in 1..=attempts {
+                table
+                    .update_state()
+                    .await
+                    .map_err(|e| error(e, "reloading the table"))?;
+                let committed = table
+                    .snapshot()
+                    .map_err(|e| error(e, "reading the snapshot"))?
+                    .transaction_version(table.log_store().as_ref(), &app)
+                    .await
+                    .map_err(|e| error(e, "reading the watermark"))?;
+                let tail = match committed {
+                    Some(v) => fit.after(u64::try_from(v).unwrap_or(0)),
+                    None => Some(fit.clone()),
+                };
+                let Some(tail) = tail else {
+                    report = WriteReport {
+                        written: 0,
+                        already_present: fit.len() as u64,
+                    };
+                    done = true;
+                    break;
+                };
+                let rows = to_arrow(&scope, tail.records())
+                    .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
+                let mut writer = RecordBatchWriter::for_table(table)
+                    .map_err(|e| error(e, "creating the writer"))?;
+                writer
+                    .write(rows)
+                    .await
+                    .map_err(|e| error(e, "writing data files"))?;
+                let adds: Vec<Action> = writer
+                    .flush()
+                    .await
+                    .map_err(|e| error(e, "flushing data files"))?
+                    .into_iter()
+                    .map(Action::Add)
+                    .collect();
+                // Watermark and data in one log entry; no automatic rebase (see the crate docs).
+                let properties = CommitProperties::default()
+                    .with_application_transaction(Transaction::new(&app, tail.id().last as i64))
+                    .with_max_retries(0);
+                let snapshot = table
+                    .snapshot()
+                    .map_err(|e| error(e, "reading the snapshot"))?;
+                let commit = CommitBuilder::from(properties)
+                    .with_actions(adds)
+                    .build(
+                        Some(snapshot),
+                        table.log_store(),
+                        DeltaOperation::Write {
+                            mode: SaveMode::Append,
+                            partition_by: None,
+                            predicate: None,
+                        },
+                    )
+                    .await;
+                match commit {
+                    Ok(done_commit) => {
+                        debug!(batch = %batch.id(), version = done_commit.version(), attempt, "committed");
+                        report = WriteReport {
+                            written: tail.len() as u64,
+                            already_present: (fit.len() - tail.len()) as u64,
+                        };
+                        done = true;
+                        break;
+                    }
+                    Err(e) if lost_race(&e) => {
+                        debug!(batch = %batch.id(), attempt, "lost the race for the table version, retrying");
+                    }
+                    Err(e) => return Err(error(e, "committing")),
+                }
+            }
+            if !done {
+                return Err(SinkError::retryable(format!(
+                    "{attempts} commit attempts lost to other writers of the table"
+                )));
+            }
+        }
+        if rejected.is_empty() {
+            Ok(report)
+        } else {
+            Err(SinkError::Rejected {
+                records: rejected,
+                written: report,
+            })
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            sink: "delta".into(),
+            mechanism: "one commit per batch with a txn action (app id pico:topic:partition, version = \
+                        last offset) in the same log entry as the data; only offsets above the committed \
+                        version are written; commits without automatic rebase, retried after re-reading"
+                .into(),
+            claims: Vec::new(),
+            default_claim: Claim::NoVisibleDuplicate,
+        }
+    }
+}
