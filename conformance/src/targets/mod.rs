@@ -9,6 +9,7 @@ mod postgres;
 mod redshift;
 mod s3;
 mod stdout;
+mod surrealdb;
 
 use pico_sink::Envelope;
 use pico_sink::identity::Scope;
@@ -23,6 +24,7 @@ pub use postgres::PostgresTarget;
 pub use redshift::RedshiftTarget;
 pub use s3::S3Target;
 pub use stdout::StdoutTarget;
+pub use surrealdb::SurrealTarget;
 
 /// Every target, in table order.
 pub fn all() -> Vec<Box<dyn Target>> {
@@ -36,6 +38,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(S3Target),
         Box::new(ClickHouseTarget),
         Box::new(DeltaTarget),
+        Box::new(SurrealTarget),
     ]
 }
 

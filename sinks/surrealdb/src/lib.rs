@@ -1,0 +1,19 @@
+//! A SurrealDB sink that upserts on the record identity.
+//!
+//! Every record becomes the SurrealDB record `table:[topic, partition, offset]` — the array id
+//! of [`pico_sink::identity::Scope::surreal_key`] — written with `UPSERT … CONTENT` inside one
+//! transaction per batch. A replay (same batch, other boundaries, a second writer) upserts the
+//! same ids: no visible duplicate, and a batch is either all in or not at all.
+//!
+//! Works with remote servers (`ws://`, `wss://`) and the embedded in-memory engine (`mem://`,
+//! the real SurrealDB engine in-process). For an embedded store shared by several sinks, build
+//! one client and pass clones to [`SurrealSink::with_client`].
+//!
+//! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `key`, `value`,
+//! `headers` and `timestamp_ms`; payloads are stored as `{json: …}`, `{text: …}` or
+//! `{base64: …}` ([`pico_sink::Payload`]). Offsets above `i64::MAX` are rejected with their
+//! offset (SurrealDB integers are signed 64-bit).
+
+mod sink;
+
+pub use sink::{SurrealSink, SurrealSinkConfig};

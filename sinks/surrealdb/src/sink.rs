@@ -1,0 +1,206 @@
+//! [`SurrealSink`].
+
+use async_trait::async_trait;
+use pico_sink::identity::Scope;
+use pico_sink::{Batch, Claim, Description, Payload, RejectedRecord, Sink, SinkError, WriteReport};
+use serde::{Deserialize, Serialize};
+use surrealdb::Surreal;
+use surrealdb::engine::any::Any;
+use tracing::debug;
+
+/// Configuration of [`SurrealSink`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SurrealSinkConfig {
+    /// `ws://host:8000`, `wss://…`, or `mem://` for the embedded engine.
+    pub url: String,
+    /// Namespace (SurrealDB's).
+    pub namespace: String,
+    /// Database.
+    pub database: String,
+    /// Table.
+    pub table: String,
+    /// Root user and password for remote servers.
+    pub credentials: Option<(String, String)>,
+    /// Identity scope (qualifies `pico_topic` and the record ids).
+    pub scope: Scope,
+}
+
+impl SurrealSinkConfig {
+    /// Settings for a table.
+    pub fn new(url: impl Into<String>, table: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            namespace: "pico".into(),
+            database: "pico".into(),
+            table: table.into(),
+            credentials: None,
+            scope: Scope::default(),
+        }
+    }
+}
+
+/// Upserts batches on `[topic, partition, offset]`; see the crate docs.
+pub struct SurrealSink {
+    config: SurrealSinkConfig,
+    db: Option<Surreal<Any>>,
+}
+
+const UPSERT: &str = "BEGIN TRANSACTION;
+FOR $r IN $rows {
+    UPSERT type::record($tb, [$r.pico_topic, $r.pico_partition, $r.pico_offset]) CONTENT $r;
+};
+COMMIT TRANSACTION;";
+
+fn error(e: surrealdb::Error, what: &str) -> SinkError {
+    let text = e.to_string();
+    // Connection problems and aborted optimistic transactions (a concurrent writer) pass;
+    // query and permission errors do not.
+    let transient = [
+        "connect",
+        "connection",
+        "timed out",
+        "timeout",
+        "closed",
+        "reset",
+        "conflict",
+        "retry",
+        "failed transaction",
+    ]
+    .iter()
+    .any(|w| text.to_ascii_lowercase().contains(w));
+    if transient {
+        SinkError::retryable(format!("{what}: {text}"))
+    } else {
+        SinkError::fatal(format!("{what}: {text}"))
+    }
+}
+
+impl SurrealSink {
+    /// A sink that connects at `open`.
+    pub fn new(config: SurrealSinkConfig) -> Self {
+        Self { config, db: None }
+    }
+
+    /// A sink on an existing client (its namespace and database are set at `open`).
+    pub fn with_client(db: Surreal<Any>, config: SurrealSinkConfig) -> Self {
+        Self {
+            config,
+            db: Some(db),
+        }
+    }
+
+    async fn db(&mut self) -> Result<&Surreal<Any>, SinkError> {
+        if self.db.is_none() {
+            let db = surrealdb::engine::any::connect(self.config.url.as_str())
+                .await
+                .map_err(|e| error(e, "connecting"))?;
+            if let Some((user, pass)) = &self.config.credentials {
+                db.signin(surrealdb::opt::auth::Root {
+                    username: user.clone(),
+                    password: pass.clone(),
+                })
+                .await
+                .map_err(|e| SinkError::fatal(format!("signing in: {e}: check the credentials")))?;
+            }
+            self.db = Some(db);
+        }
+        let db = self
+            .db
+            .as_ref()
+            .ok_or_else(|| SinkError::fatal("no client"))?;
+        db.use_ns(self.config.namespace.clone())
+            .use_db(self.config.database.clone())
+            .await
+            .map_err(|e| error(e, "selecting namespace and database"))?;
+        Ok(db)
+    }
+}
+
+#[async_trait]
+impl Sink for SurrealSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        self.db().await.map(|_| ())
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        let mut rows = Vec::with_capacity(batch.len());
+        let mut rejected = Vec::new();
+        for r in batch.records() {
+            let Ok(offset) = i64::try_from(r.id.offset) else {
+                rejected.push(RejectedRecord {
+                    id: r.id.clone(),
+                    reason: format!(
+                        "offset {} is above i64::MAX: SurrealDB integers are signed",
+                        r.id.offset
+                    ),
+                });
+                continue;
+            };
+            let key = self.config.scope.surreal_key(&r.id);
+            rows.push(serde_json::json!({
+                "pico_topic": key.0,
+                "pico_partition": key.1,
+                "pico_offset": offset,
+                "key": r.key.as_deref().map(Payload::from_bytes),
+                "value": Payload::from_bytes(&r.value),
+                "headers": r.headers.iter().map(|h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)})).collect::<Vec<_>>(),
+                "timestamp_ms": r.timestamp_ms,
+            }));
+        }
+        let written = rows.len() as u64;
+        if !rows.is_empty() {
+            let table = self.config.table.clone();
+            let vars = serde_json::json!({ "tb": table, "rows": rows });
+            let db = self.db().await?;
+            // Optimistic transactions abort when a concurrent one touched the same keys (or
+            // created the table first): such a conflict is retried here a few times.
+            let mut attempt = 0u32;
+            loop {
+                attempt += 1;
+                let result = db
+                    .query(UPSERT)
+                    .bind(vars.clone())
+                    .await
+                    .and_then(|r| r.check());
+                match result {
+                    Ok(_) => break,
+                    Err(e) => {
+                        let err = error(e, "UPSERT transaction");
+                        if !err.is_retryable() || attempt >= 8 {
+                            return Err(err);
+                        }
+                        debug!(attempt, error = %err, "transaction conflict, retrying");
+                        tokio::time::sleep(std::time::Duration::from_millis(5 << attempt.min(6)))
+                            .await;
+                    }
+                }
+            }
+        }
+        debug!(batch = %batch.id(), written, rejected = rejected.len(), "upserted");
+        let report = WriteReport {
+            written,
+            already_present: 0,
+        };
+        if rejected.is_empty() {
+            Ok(report)
+        } else {
+            Err(SinkError::Rejected {
+                records: rejected,
+                written: report,
+            })
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            sink: "surrealdb".into(),
+            mechanism: "UPSERT type::record(table, [topic, partition, offset]) CONTENT …, one transaction per batch".into(),
+            claims: Vec::new(),
+            default_claim: Claim::NoVisibleDuplicate,
+        }
+    }
+}
