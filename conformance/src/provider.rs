@@ -123,3 +123,24 @@ pub fn free_port() -> std::io::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// Provides through the first of external, docker, native that works; the error lists why each
+/// could not.
+pub async fn first_available<S, F, Fut>(provide: F) -> Result<S, String>
+where
+    F: Fn(ProviderKind) -> Fut,
+    Fut: std::future::Future<Output = Result<S, String>>,
+{
+    let mut reasons = Vec::new();
+    for kind in [
+        ProviderKind::External,
+        ProviderKind::Docker,
+        ProviderKind::Native,
+    ] {
+        match provide(kind).await {
+            Ok(s) => return Ok(s),
+            Err(e) => reasons.push(format!("{kind}: {e}")),
+        }
+    }
+    Err(reasons.join("; "))
+}

@@ -239,3 +239,38 @@ fn is_interim_http(chunk: &[u8]) -> bool {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// The proxies a destination puts in front of its server, one per sink, kept alive as long as
+/// the destination (a sink keeps connecting through its proxy after the scenario set it up).
+#[derive(Default)]
+pub struct FaultProxies(tokio::sync::Mutex<Vec<Arc<FaultProxy>>>);
+
+impl FaultProxies {
+    /// A new proxy in front of `upstream`.
+    pub async fn in_front_of(&self, upstream: SocketAddr) -> Result<Arc<FaultProxy>, String> {
+        let proxy = Arc::new(
+            FaultProxy::start(upstream)
+                .await
+                .map_err(|e| format!("starting the fault proxy: {e}"))?,
+        );
+        self.0.lock().await.push(proxy.clone());
+        Ok(proxy)
+    }
+
+    /// A new proxy in front of the host and port of `url`.
+    pub async fn in_front_of_url(&self, url: &str) -> Result<Arc<FaultProxy>, String> {
+        let upstream = reqwest::Url::parse(url)
+            .map_err(|e| format!("{url}: {e}"))?
+            .socket_addrs(|| None)
+            .map_err(|e| format!("{url}: {e}"))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{url} does not resolve"))?;
+        self.in_front_of(upstream).await
+    }
+
+    /// Stops every proxy.
+    pub async fn clear(&self) {
+        self.0.lock().await.clear();
+    }
+}

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
-use pico_conformance::provider::ProviderKind;
+use pico_conformance::provider::first_available;
 use pico_conformance::scenarios::sample_batch;
 use pico_conformance::servers::postgres::{PgServer, connect};
 use pico_sink::identity::RecordId;
@@ -14,22 +14,13 @@ use pico_sink_postgres::{
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig, UpsertStrategy};
 
 async fn server() -> Option<PgServer> {
-    let mut reasons = Vec::new();
-    for kind in [
-        ProviderKind::External,
-        ProviderKind::Docker,
-        ProviderKind::Native,
-    ] {
-        match PgServer::provide(kind).await {
-            Ok(s) => return Some(s),
-            Err(e) => reasons.push(format!("{kind}: {e}")),
+    match first_available(PgServer::provide).await {
+        Ok(s) => Some(s),
+        Err(reasons) => {
+            eprintln!("SKIPPED — no PostgreSQL could be provided: {reasons}");
+            None
         }
     }
-    eprintln!(
-        "SKIPPED — no PostgreSQL could be provided: {}",
-        reasons.join("; ")
-    );
-    None
 }
 
 fn records(values: &[(u64, &str)]) -> Batch {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::pin_mut;
-use pico_conformance::provider::ProviderKind;
+use pico_conformance::provider::first_available;
 use pico_conformance::servers::postgres::{PgServer, connect};
 use pico_sink::identity::RecordId;
 use pico_sink::{Batch, Record, Sink};
@@ -134,22 +134,7 @@ fn rate(n: u64, d: Duration) -> f64 {
 }
 
 async fn postgres(reps: usize) -> Result<(), String> {
-    let mut server = None;
-    let mut reasons = Vec::new();
-    for kind in [
-        ProviderKind::External,
-        ProviderKind::Docker,
-        ProviderKind::Native,
-    ] {
-        match PgServer::provide(kind).await {
-            Ok(s) => {
-                server = Some(s);
-                break;
-            }
-            Err(e) => reasons.push(format!("{kind}: {e}")),
-        }
-    }
-    let server = server.ok_or_else(|| format!("no PostgreSQL: {}", reasons.join("; ")))?;
+    let server = first_available(PgServer::provide).await?;
     let info = server.info().await;
     let url = server.url().to_owned();
     println!(
@@ -257,7 +242,7 @@ fn table_header(title: &str) {
 async fn s3(reps: usize) -> Result<(), String> {
     use aws_sdk_s3::primitives::ByteStream;
     use pico_conformance::servers::s3::S3Server;
-    let server = provide_any(S3Server::provide).await?;
+    let server = first_available(S3Server::provide).await?;
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
         .region(aws_sdk_s3::config::Region::new("us-east-1"))
@@ -329,7 +314,7 @@ async fn s3(reps: usize) -> Result<(), String> {
 
 async fn clickhouse(reps: usize) -> Result<(), String> {
     use pico_conformance::servers::clickhouse::ClickHouseServer;
-    let server = provide_any(ClickHouseServer::provide).await?;
+    let server = first_available(ClickHouseServer::provide).await?;
     let info = server.info().await;
     server.query("CREATE DATABASE IF NOT EXISTS bench").await?;
     table_header(&format!(
@@ -404,7 +389,7 @@ async fn clickhouse(reps: usize) -> Result<(), String> {
 async fn influxdb(reps: usize) -> Result<(), String> {
     use pico_conformance::servers::influxdb::InfluxServer;
     use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping};
-    let server = provide_any(InfluxServer::provide).await?;
+    let server = first_available(InfluxServer::provide).await?;
     let info = server.info().await;
     let client = reqwest::Client::new();
     table_header(&format!(
@@ -473,26 +458,6 @@ async fn influxdb(reps: usize) -> Result<(), String> {
         );
     }
     server.stop().await
-}
-
-/// The first provider (external, docker, native) that works.
-async fn provide_any<S, F, Fut>(provide: F) -> Result<S, String>
-where
-    F: Fn(ProviderKind) -> Fut,
-    Fut: std::future::Future<Output = Result<S, String>>,
-{
-    let mut reasons = Vec::new();
-    for kind in [
-        ProviderKind::External,
-        ProviderKind::Docker,
-        ProviderKind::Native,
-    ] {
-        match provide(kind).await {
-            Ok(s) => return Ok(s),
-            Err(e) => reasons.push(format!("{kind}: {e}")),
-        }
-    }
-    Err(reasons.join("; "))
 }
 
 fn main() -> std::process::ExitCode {

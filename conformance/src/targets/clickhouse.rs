@@ -1,15 +1,13 @@
 //! The ClickHouse sink against a real ClickHouse, the fault proxy cutting the answer to the
 //! INSERT; visible rows are read with `FINAL`, physical rows counted without it.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig, unescape_field};
 use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
-use crate::proxy::FaultProxy;
+use crate::proxy::FaultProxies;
 use crate::servers::clickhouse::ClickHouseServer;
 use crate::target::{
     Capabilities, Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -41,7 +39,7 @@ impl Target for ClickHouseTarget {
         Ok(Box::new(ChDestination {
             server: Mutex::new(Some(server)),
             info,
-            proxies: Mutex::default(),
+            proxies: FaultProxies::default(),
         }))
     }
 }
@@ -49,7 +47,7 @@ impl Target for ClickHouseTarget {
 struct ChDestination {
     server: Mutex<Option<ClickHouseServer>>,
     info: ServerInfo,
-    proxies: Mutex<Vec<Arc<FaultProxy>>>,
+    proxies: FaultProxies,
 }
 
 fn table(isolation: &str) -> String {
@@ -76,19 +74,7 @@ impl Destination for ChDestination {
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let guard = self.server.lock().await;
         let server = guard.as_ref().ok_or("server stopped")?;
-        let upstream = reqwest::Url::parse(server.url())
-            .map_err(|e| e.to_string())?
-            .socket_addrs(|| None)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
-            .ok_or("the url does not resolve")?;
-        let proxy = Arc::new(
-            FaultProxy::start(upstream)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        self.proxies.lock().await.push(proxy.clone());
+        let proxy = self.proxies.in_front_of_url(server.url()).await?;
         let config = ClickHouseSinkConfig::new(
             format!("http://{}", proxy.addr()),
             DATABASE,
@@ -144,7 +130,7 @@ impl Destination for ChDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.lock().await.clear();
+        self.proxies.clear().await;
         match self.server.lock().await.take() {
             Some(s) => s.stop().await,
             None => Ok(()),

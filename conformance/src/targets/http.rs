@@ -3,7 +3,6 @@
 //! TCP port), with a fault proxy between sink and endpoint.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,7 +12,7 @@ use pico_sink_http::{HttpSink, HttpSinkConfig};
 use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
-use crate::proxy::FaultProxy;
+use crate::proxy::FaultProxies;
 use crate::target::{Capabilities, Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
 use super::row_from_envelope;
@@ -61,7 +60,7 @@ impl Target for HttpTarget {
         Ok(Box::new(HttpDestination {
             policy: self.policy,
             endpoints: Mutex::default(),
-            proxies: Mutex::default(),
+            proxies: FaultProxies::default(),
             client,
         }))
     }
@@ -72,7 +71,7 @@ struct HttpDestination {
     /// One endpoint per isolation.
     endpoints: Mutex<HashMap<String, Endpoint>>,
     /// Proxies live as long as the destination, so sinks built on them keep working.
-    proxies: Mutex<Vec<Arc<FaultProxy>>>,
+    proxies: FaultProxies,
     client: reqwest::Client,
 }
 
@@ -117,12 +116,7 @@ impl Destination for HttpDestination {
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let upstream = self.endpoint_addr(isolation).await?;
-        let proxy = Arc::new(
-            FaultProxy::start(upstream)
-                .await
-                .map_err(|e| format!("starting the fault proxy: {e}"))?,
-        );
-        self.proxies.lock().await.push(proxy.clone());
+        let proxy = self.proxies.in_front_of(upstream).await?;
         let mut config = HttpSinkConfig::new(format!("http://{}/ingest", proxy.addr()));
         config.endpoint_honours_key = self.policy == KeyPolicy::Honour;
         config.request_timeout = Duration::from_secs(20);
@@ -157,7 +151,7 @@ impl Destination for HttpDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.lock().await.clear();
+        self.proxies.clear().await;
         let endpoints: Vec<Endpoint> = self
             .endpoints
             .lock()

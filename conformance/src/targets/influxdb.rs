@@ -2,8 +2,6 @@
 //! each scenario writes its own database, read back with `SELECT *` and rebuilt into the JSON
 //! payloads from tags and fields.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_influxdb::{
@@ -12,7 +10,7 @@ use pico_sink_influxdb::{
 use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
-use crate::proxy::FaultProxy;
+use crate::proxy::FaultProxies;
 use crate::servers::influxdb::InfluxServer;
 use crate::target::{
     Capabilities, Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
@@ -46,7 +44,7 @@ impl Target for InfluxTarget {
         Ok(Box::new(InfluxDestination {
             server: Mutex::new(Some(server)),
             info,
-            proxies: Mutex::default(),
+            proxies: FaultProxies::default(),
             client: reqwest::Client::new(),
         }))
     }
@@ -55,7 +53,7 @@ impl Target for InfluxTarget {
 struct InfluxDestination {
     server: Mutex<Option<InfluxServer>>,
     info: ServerInfo,
-    proxies: Mutex<Vec<Arc<FaultProxy>>>,
+    proxies: FaultProxies,
     client: reqwest::Client,
 }
 
@@ -109,19 +107,7 @@ impl Destination for InfluxDestination {
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let url = reqwest::Url::parse(&self.url().await?).map_err(|e| e.to_string())?;
-        let upstream = url
-            .socket_addrs(|| None)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
-            .ok_or("the url does not resolve")?;
-        let proxy = Arc::new(
-            FaultProxy::start(upstream)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        self.proxies.lock().await.push(proxy.clone());
+        let proxy = self.proxies.in_front_of_url(&self.url().await?).await?;
         let mapping = PointMapping {
             measurement: MEASUREMENT.into(),
             tags: vec!["unit".into(), "region".into()],
@@ -197,7 +183,7 @@ impl Destination for InfluxDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.lock().await.clear();
+        self.proxies.clear().await;
         match self.server.lock().await.take() {
             Some(s) => s.stop().await,
             None => Ok(()),

@@ -1,15 +1,12 @@
 //! The Postgres sink against a real PostgreSQL (external, docker or native), with a fault proxy
 //! between sink and server; a lost acknowledgement cuts the answer to `COMMIT`.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
-use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
-use crate::proxy::FaultProxy;
+use crate::proxy::FaultProxies;
 use crate::servers::postgres::{PgServer, connect};
 use crate::target::{
     Capabilities, Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
@@ -54,7 +51,7 @@ pub(crate) struct PgDestination {
     server: Option<PgServer>,
     info: ServerInfo,
     factory: SinkFactory,
-    proxies: Mutex<Vec<Arc<FaultProxy>>>,
+    proxies: FaultProxies,
 }
 
 impl PgDestination {
@@ -63,7 +60,7 @@ impl PgDestination {
             server: Some(server),
             info,
             factory,
-            proxies: Mutex::default(),
+            proxies: FaultProxies::default(),
         }
     }
 
@@ -100,12 +97,7 @@ impl Destination for PgDestination {
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let server = self.server()?;
-        let proxy = Arc::new(
-            FaultProxy::start(server.socket_addr()?)
-                .await
-                .map_err(|e| format!("starting the fault proxy: {e}"))?,
-        );
-        self.proxies.lock().await.push(proxy.clone());
+        let proxy = self.proxies.in_front_of(server.socket_addr()?).await?;
         let url = server.url_via(proxy.addr())?;
         let sink = (self.factory)(url, table_name(isolation))?;
         Ok(SinkUnderTest {
@@ -147,7 +139,7 @@ impl Destination for PgDestination {
     }
 
     async fn shutdown(mut self: Box<Self>) -> Result<(), String> {
-        self.proxies.lock().await.clear();
+        self.proxies.clear().await;
         match self.server.take() {
             Some(s) => s.stop().await,
             None => Ok(()),

@@ -2,7 +2,6 @@
 //! the fault proxy cutting the answer to the PUT; one bucket per scenario.
 
 use std::io::Read;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
@@ -12,7 +11,7 @@ use pico_sink_s3::{S3Sink, S3SinkConfig};
 use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
-use crate::proxy::FaultProxy;
+use crate::proxy::FaultProxies;
 use crate::servers::s3::S3Server;
 use crate::target::{Capabilities, Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
@@ -43,7 +42,7 @@ impl Target for S3Target {
             info: server.info(),
             server: Mutex::new(Some(server)),
             client,
-            proxies: Mutex::default(),
+            proxies: FaultProxies::default(),
         }))
     }
 }
@@ -69,7 +68,7 @@ struct S3Destination {
     info: ServerInfo,
     server: Mutex<Option<S3Server>>,
     client: Client,
-    proxies: Mutex<Vec<Arc<FaultProxy>>>,
+    proxies: FaultProxies,
 }
 
 /// One bucket for every scenario (SeaweedFS gives each bucket its own volumes, so a bucket per
@@ -97,19 +96,7 @@ impl Destination for S3Destination {
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let guard = self.server.lock().await;
         let server = guard.as_ref().ok_or("server stopped")?;
-        let upstream = reqwest::Url::parse(&server.endpoint)
-            .map_err(|e| e.to_string())?
-            .socket_addrs(|| None)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
-            .ok_or("the endpoint does not resolve")?;
-        let proxy = Arc::new(
-            FaultProxy::start(upstream)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        self.proxies.lock().await.push(proxy.clone());
+        let proxy = self.proxies.in_front_of_url(&server.endpoint).await?;
         let mut config = S3SinkConfig::new(BUCKET, isolation);
         config.endpoint = Some(format!("http://{}", proxy.addr()));
         config.credentials = Some((server.access_key.clone(), server.secret_key.clone()));
@@ -187,7 +174,7 @@ impl Destination for S3Destination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.lock().await.clear();
+        self.proxies.clear().await;
         match self.server.lock().await.take() {
             Some(s) => s.stop().await,
             None => Ok(()),

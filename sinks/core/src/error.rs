@@ -74,4 +74,34 @@ impl SinkError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Retryable { .. })
     }
+
+    /// The outcome of a `consume` that wrote `report` and refused `rejected`: `Ok` when nothing
+    /// was refused, otherwise [`SinkError::Rejected`] with the records in offset order.
+    pub fn outcome(
+        report: WriteReport,
+        mut rejected: Vec<RejectedRecord>,
+    ) -> Result<WriteReport, SinkError> {
+        if rejected.is_empty() {
+            Ok(report)
+        } else {
+            rejected.sort_by_key(|r| r.id.offset);
+            Err(SinkError::Rejected {
+                records: rejected,
+                written: report,
+            })
+        }
+    }
+}
+
+/// An error with its chain of sources, for messages (client errors often hide the useful part,
+/// such as "connection refused", in a source).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

@@ -7,6 +7,9 @@
 //! written. Each range must be written idempotently (the same range always gives the same
 //! request), so a retry of the batch repeats the same plan.
 
+use pico_identity::RecordId;
+
+use crate::error::RejectedRecord;
 use crate::sink::WriteReport;
 
 /// How writing one range went.
@@ -77,6 +80,22 @@ impl Isolator {
     pub fn finish(mut self) -> (WriteReport, Vec<(usize, String)>) {
         self.refused.sort_by_key(|(i, _)| *i);
         (self.total, self.refused)
+    }
+
+    /// What was written, and the refused records as rejections (`id_of` names record `i`).
+    pub fn finish_rejecting(
+        self,
+        id_of: impl Fn(usize) -> RecordId,
+    ) -> (WriteReport, Vec<RejectedRecord>) {
+        let (report, refused) = self.finish();
+        let rejected = refused
+            .into_iter()
+            .map(|(i, reason)| RejectedRecord {
+                id: id_of(i),
+                reason,
+            })
+            .collect();
+        (report, rejected)
     }
 }
 

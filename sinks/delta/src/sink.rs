@@ -220,14 +220,7 @@ impl Sink for DeltaSink {
                 )));
             }
         }
-        if rejected.is_empty() {
-            Ok(report)
-        } else {
-            Err(SinkError::Rejected {
-                records: rejected,
-                written: report,
-            })
-        }
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
-    WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
+    error_chain,
 };
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use tracing::{debug, warn};
@@ -66,30 +66,25 @@ impl HttpSink {
             .send()
             .await
             .map_err(|e| {
-                SinkError::retryable(format!("POST {} failed: {}", self.config.url, chain(&e)))
+                SinkError::retryable(format!(
+                    "POST {} failed: {}",
+                    self.config.url,
+                    error_chain(&e)
+                ))
             })?;
         let status = response.status();
         let headers = response.headers().clone();
         // A response cut off here may follow a commit on the endpoint: retryable, and the
         // same key makes the retry harmless at a key-honouring endpoint.
         let text = response.text().await.map_err(|e| {
-            SinkError::retryable(format!("reading the answer to {key} failed: {}", chain(&e)))
+            SinkError::retryable(format!(
+                "reading the answer to {key} failed: {}",
+                error_chain(&e)
+            ))
         })?;
         debug!(%status, key, "endpoint answered");
         Ok(classify(status, &headers, &text, &key))
     }
-}
-
-/// An error with its sources, which hold the useful part for reqwest errors.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[async_trait]
@@ -128,21 +123,8 @@ impl Sink for HttpSink {
             };
             plan.record(start, end, attempt);
         }
-        let (report, refused) = plan.finish();
-        if refused.is_empty() {
-            Ok(report)
-        } else {
-            Err(SinkError::Rejected {
-                records: refused
-                    .into_iter()
-                    .map(|(i, reason)| RejectedRecord {
-                        id: records[i].id.clone(),
-                        reason,
-                    })
-                    .collect(),
-                written: report,
-            })
-        }
+        let (report, rejected) = plan.finish_rejecting(|i| records[i].id.clone());
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

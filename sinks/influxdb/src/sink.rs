@@ -185,21 +185,10 @@ impl Sink for InfluxSink {
             };
             plan.record(start, end, attempt);
         }
-        let (report, refused) = plan.finish();
-        rejected.extend(refused.into_iter().map(|(i, reason)| RejectedRecord {
-            id: lines[i].0.id.clone(),
-            reason,
-        }));
+        let (report, refused) = plan.finish_rejecting(|i| lines[i].0.id.clone());
+        rejected.extend(refused);
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
-        if rejected.is_empty() {
-            Ok(report)
-        } else {
-            rejected.sort_by_key(|r| r.id.offset);
-            Err(SinkError::Rejected {
-                records: rejected,
-                written: report,
-            })
-        }
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

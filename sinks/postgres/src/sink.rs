@@ -90,15 +90,7 @@ impl Sink for PostgresSink {
             rejected.extend(refused);
         }
         debug!(batch = %batch.id(), written = report.written, present = report.already_present, rejected = rejected.len(), "batch committed");
-        if rejected.is_empty() {
-            Ok(report)
-        } else {
-            rejected.sort_by_key(|r| r.id.offset);
-            Err(SinkError::Rejected {
-                records: rejected,
-                written: report,
-            })
-        }
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

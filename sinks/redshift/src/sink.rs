@@ -67,15 +67,7 @@ impl Sink for RedshiftSink {
             rejected.extend(refused);
         }
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "batch merged");
-        if rejected.is_empty() {
-            Ok(report)
-        } else {
-            rejected.sort_by_key(|r| r.id.offset);
-            Err(SinkError::Rejected {
-                records: rejected,
-                written: report,
-            })
-        }
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

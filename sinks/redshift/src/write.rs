@@ -212,13 +212,5 @@ pub(crate) async fn write_rows(
         };
         plan.record(start, end, attempt);
     }
-    let (counts, refused) = plan.finish();
-    let rejected = refused
-        .into_iter()
-        .map(|(i, reason)| RejectedRecord {
-            id: batch.records()[rows[i].index].id.clone(),
-            reason,
-        })
-        .collect();
-    Ok((counts, rejected))
+    Ok(plan.finish_rejecting(|i| batch.records()[rows[i].index].id.clone()))
 }

@@ -48,17 +48,9 @@ pub(crate) fn classify<
             "{detail}: the store refused the request"
         ))),
         // No HTTP answer: connection, timeout, dispatch.
-        _ => S3Failure::Other(SinkError::retryable(format!("{what}: {}", chain(e)))),
+        _ => S3Failure::Other(SinkError::retryable(format!(
+            "{what}: {}",
+            pico_sink::error_chain(e)
+        ))),
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

@@ -181,14 +181,7 @@ impl Sink for SurrealSink {
             written,
             already_present: 0,
         };
-        if rejected.is_empty() {
-            Ok(report)
-        } else {
-            Err(SinkError::Rejected {
-                records: rejected,
-                written: report,
-            })
-        }
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {
