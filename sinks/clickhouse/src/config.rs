@@ -25,6 +25,9 @@ pub struct ClickHouseSinkConfig {
     /// `non_replicated_deduplication_window` for tables the sink creates on servers with
     /// deduplication tokens.
     pub deduplication_window: u32,
+    /// JSON payload fields written to their own columns (`sql_type` is a ClickHouse type; the
+    /// sink creates them `Nullable`). A value ClickHouse cannot parse rejects its record.
+    pub mapped_columns: Vec<pico_sink::MappedColumn>,
 }
 
 impl ClickHouseSinkConfig {
@@ -43,6 +46,7 @@ impl ClickHouseSinkConfig {
             scope: Scope::default(),
             request_timeout: Duration::from_secs(30),
             deduplication_window: 1000,
+            mapped_columns: Vec::new(),
         }
     }
 

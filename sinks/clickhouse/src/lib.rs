@@ -23,6 +23,11 @@
 //! of these are in force. Everything travels over the HTTP interface in `TabSeparated`, so any
 //! topic, key or value bytes round-trip; records are never rejected for their content.
 //!
+//! Mapped columns ([`ClickHouseSinkConfig::mapped_columns`]) write JSON payload fields to
+//! `Nullable` columns of their own; a payload that is not a JSON object, or a value the server
+//! cannot parse into the column type, rejects its record (the INSERT is split until the record is
+//! isolated, each part with its own deduplication token).
+//!
 //! Table (created when missing): `pico_topic String, pico_partition UInt32, pico_offset UInt64,
 //! key String, value String, headers String, ts Nullable(Int64)` (ms since the epoch),
 //! `ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset)`.

@@ -1,7 +1,10 @@
 //! [`ClickHouseSink`].
 
 use async_trait::async_trait;
-use pico_sink::{Batch, Claim, Description, Payload, Sink, SinkError, WriteReport};
+use pico_sink::{
+    Attempt, Batch, Claim, Description, Isolator, Payload, Record, RejectedRecord, Sink, SinkError,
+    WriteReport,
+};
 use tracing::debug;
 
 use crate::config::{ClickHouseSinkConfig, ident, literal};
@@ -24,13 +27,29 @@ fn major_minor(version: &str) -> (u32, u32) {
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
-/// A server exception onto the contract, by its `Code: N`.
-fn classify(status: u16, body: &str, what: &str) -> SinkError {
-    let code = body
-        .split("Code: ")
+/// The `Code: N` of a server exception.
+fn exception_code(body: &str) -> Option<u32> {
+    body.split("Code: ")
         .nth(1)
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|c| c.parse::<u32>().ok());
+        .and_then(|c| c.parse::<u32>().ok())
+}
+
+/// Exception codes meaning "this input cannot be parsed into the column types" (bad data, not
+/// a broken server): cannot parse text, assertion, date, datetime, number, argument out of bound,
+/// cannot convert, incorrect data.
+const DATA_ERRORS: [u32; 9] = [6, 26, 27, 38, 41, 69, 70, 72, 117];
+
+/// How a statement failed.
+struct Failed {
+    /// The input could not be parsed (an INSERT with bad data).
+    data: bool,
+    error: SinkError,
+}
+
+/// A server exception onto the contract, by its `Code: N`.
+fn classify(status: u16, body: &str, what: &str) -> SinkError {
+    let code = exception_code(body);
     let text: String = body.chars().take(400).collect();
     let detail = format!("{what}: HTTP {status}: {}", text.trim());
     match (status, code) {
@@ -90,8 +109,21 @@ impl ClickHouseSink {
         body: Vec<u8>,
         settings: &[(&str, String)],
     ) -> Result<Vec<u8>, SinkError> {
+        self.run_data(sql, body, settings)
+            .await
+            .map_err(|f| f.error)
+    }
+
+    /// Like `run`, telling data errors apart.
+    async fn run_data(
+        &self,
+        sql: &str,
+        body: Vec<u8>,
+        settings: &[(&str, String)],
+    ) -> Result<Vec<u8>, Failed> {
+        let fail = |error| Failed { data: false, error };
         let mut url = reqwest::Url::parse(&self.config.url)
-            .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
+            .map_err(|e| fail(SinkError::fatal(format!("url: {e}"))))?;
         // INSERT data travels as the body with the statement in the URL; any other statement is
         // the body itself (older servers refuse a POST without a Content-Length).
         let body = {
@@ -116,16 +148,21 @@ impl ClickHouseSink {
         let response = req
             .send()
             .await
-            .map_err(|e| SinkError::retryable(format!("{what}: {e}")))?;
+            .map_err(|e| fail(SinkError::retryable(format!("{what}: {e}"))))?;
         let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| SinkError::retryable(format!("{what}: reading the answer: {e}")))?;
+        let bytes = response.bytes().await.map_err(|e| {
+            fail(SinkError::retryable(format!(
+                "{what}: reading the answer: {e}"
+            )))
+        })?;
         if status == 200 {
             Ok(bytes.to_vec())
         } else {
-            Err(classify(status, &String::from_utf8_lossy(&bytes), &what))
+            let text = String::from_utf8_lossy(&bytes);
+            Err(Failed {
+                data: exception_code(&text).is_some_and(|c| DATA_ERRORS.contains(&c)),
+                error: classify(status, &text, &what),
+            })
         }
     }
 
@@ -158,10 +195,16 @@ impl ClickHouseSink {
             } else {
                 String::new()
             };
+            let mapped: String = self
+                .config
+                .mapped_columns
+                .iter()
+                .map(|m| format!(", {} Nullable({})", ident(&m.column), m.sql_type))
+                .collect();
             self.run(
                 &format!(
                     "CREATE TABLE IF NOT EXISTS {table} (pico_topic String, pico_partition UInt32, \
-                     pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64)) \
+                     pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64){mapped}) \
                      ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset){settings}"
                 ),
                 Vec::new(),
@@ -179,6 +222,7 @@ impl ClickHouseSink {
         let described = String::from_utf8_lossy(&described);
         let missing: Vec<&str> = COLUMNS
             .split(", ")
+            .chain(self.config.mapped_columns.iter().map(|m| m.column.as_str()))
             .filter(|c| !described.lines().any(|l| l.split('\t').next() == Some(c)))
             .collect();
         if !missing.is_empty() {
@@ -211,9 +255,20 @@ impl ClickHouseSink {
         Ok(if count == 0 { None } else { max })
     }
 
-    fn rows(&self, batch: &Batch) -> Vec<u8> {
-        let mut out = Vec::with_capacity(batch.len() * 128);
-        for r in batch.records() {
+    /// The columns of an INSERT.
+    fn insert_columns(&self) -> String {
+        let mut cols = COLUMNS.to_owned();
+        for m in &self.config.mapped_columns {
+            cols.push_str(", ");
+            cols.push_str(&ident(&m.column));
+        }
+        cols
+    }
+
+    /// TabSeparated rows of `records` with their mapped fields.
+    fn rows(&self, records: &[(&Record, Vec<Option<String>>)]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(records.len() * 128);
+        for (r, mapped) in records {
             escape(
                 self.config.scope.qualified_topic(&r.id.topic).as_bytes(),
                 &mut out,
@@ -240,6 +295,13 @@ impl ClickHouseSink {
             match r.timestamp_ms {
                 Some(ms) => out.extend_from_slice(ms.to_string().as_bytes()),
                 None => out.extend_from_slice(b"\\N"),
+            }
+            for field in mapped {
+                out.push(b'\t');
+                match field {
+                    Some(text) => escape(text.as_bytes(), &mut out),
+                    None => out.extend_from_slice(b"\\N"),
+                }
             }
             out.push(b'\n');
         }
@@ -271,30 +333,67 @@ impl Sink for ClickHouseSink {
                 already_present: batch.len() as u64,
             });
         };
-        let mut settings = Vec::new();
-        if self.tokens {
-            settings.push((
-                "insert_deduplication_token",
-                self.config.scope.idempotency_key(
-                    tail.id(),
-                    &pico_sink::identity::IdempotencyKeyStyle::Readable,
-                ),
-            ));
+        // Mapped fields first: a payload that is not a JSON object is rejected here.
+        let mut rejected = Vec::new();
+        let mut ready: Vec<(&Record, Vec<Option<String>>)> = Vec::with_capacity(tail.len());
+        for r in tail.records() {
+            if self.config.mapped_columns.is_empty() {
+                ready.push((r, Vec::new()));
+                continue;
+            }
+            let fields = serde_json::from_slice::<serde_json::Value>(&r.value)
+                .map_err(|e| format!("value is not JSON: {e}"))
+                .and_then(|v| pico_sink::extract_mapped(&v, &self.config.mapped_columns));
+            match fields {
+                Ok(f) => ready.push((r, f)),
+                Err(reason) => rejected.push(RejectedRecord {
+                    id: r.id.clone(),
+                    reason,
+                }),
+            }
         }
-        self.run(
-            &format!(
-                "INSERT INTO {} ({COLUMNS}) FORMAT TabSeparated",
-                self.config.qualified()
-            ),
-            self.rows(&tail),
-            &settings,
-        )
-        .await?;
-        debug!(batch = %batch.id(), ?watermark, inserted = tail.len(), "block inserted");
-        Ok(WriteReport {
-            written: tail.len() as u64,
-            already_present: (batch.len() - tail.len()) as u64,
-        })
+        let sql = format!(
+            "INSERT INTO {} ({}) FORMAT TabSeparated",
+            self.config.qualified(),
+            self.insert_columns()
+        );
+        // A block the server cannot parse is split until the offending records are isolated;
+        // each part gets its own deduplication token.
+        let mut plan = Isolator::new(ready.len());
+        while let Some((start, end)) = plan.next_range() {
+            let part = &ready[start..end];
+            let mut settings = Vec::new();
+            if self.tokens
+                && let (Some(first), Some(last)) = (part.first(), part.last())
+            {
+                let id = pico_sink::identity::BatchId {
+                    topic: first.0.id.topic.clone(),
+                    partition: first.0.id.partition,
+                    first: first.0.id.offset,
+                    last: last.0.id.offset,
+                };
+                settings.push((
+                    "insert_deduplication_token",
+                    self.config
+                        .scope
+                        .idempotency_key(&id, &pico_sink::identity::IdempotencyKeyStyle::Readable),
+                ));
+            }
+            let attempt = match self.run_data(&sql, self.rows(part), &settings).await {
+                Ok(_) => Attempt::Written(WriteReport {
+                    written: part.len() as u64,
+                    already_present: 0,
+                }),
+                Err(Failed { data: true, error }) => Attempt::Refused(error.to_string()),
+                Err(Failed { error, .. }) => return Err(error),
+            };
+            plan.record(start, end, attempt);
+        }
+        let (mut report, refused) = plan.finish_rejecting(|i| ready[i].0.id.clone());
+        rejected.extend(refused);
+        report.already_present = (batch.len() - tail.len()) as u64;
+        debug!(batch = %batch.id(), ?watermark, inserted = report.written, rejected = rejected.len(), "block inserted");
+        SinkError::outcome(report, rejected)
     }
 
     async fn close(&mut self) -> Result<(), SinkError> {

@@ -19,6 +19,7 @@ mod driver;
 mod envelope;
 mod error;
 mod isolate;
+mod mapping;
 mod record;
 mod sink;
 
@@ -28,6 +29,7 @@ pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, Retry
 pub use envelope::{Envelope, EnvelopeError, Payload};
 pub use error::{RejectedRecord, SinkError, error_chain};
 pub use isolate::{Attempt, Isolator};
+pub use mapping::{MappedColumn, extract_mapped};
 pub use pico_identity as identity;
 pub use record::{Header, Record};
 pub use sink::{Sink, WriteReport};

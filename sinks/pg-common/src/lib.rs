@@ -11,5 +11,6 @@ mod record;
 pub use classify::{Failure, classify};
 pub use connect::{ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
-pub use mapping::{ConflictAction, MappedColumn, extract_mapped};
+pub use mapping::{ConflictAction, extract_mapped};
+pub use pico_sink::MappedColumn;
 pub use record::{CommonFields, common_fields, json_has_nul};

@@ -1,5 +1,6 @@
-//! Mapped columns: JSON payload fields written to named, typed columns.
+//! Conflict actions, and mapped columns with PostgreSQL's text rule (no NUL).
 
+use pico_sink::MappedColumn;
 use serde::{Deserialize, Serialize};
 
 /// What happens when a row with the same `(pico_topic, pico_partition, pico_offset)` exists.
@@ -13,80 +14,17 @@ pub enum ConflictAction {
     Nothing,
 }
 
-/// One payload field written to its own column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MappedColumn {
-    /// Column name in the table.
-    pub column: String,
-    /// A top-level field name, or a JSON pointer (`/reading/value`).
-    pub field: String,
-    /// SQL type of the column (`bigint`, `text`, `numeric(12,3)`, `timestamptz`, ...). The value
-    /// is staged as text and cast on insert; a value that does not cast rejects its record.
-    pub sql_type: String,
-}
-
-/// The text of each mapped field of a JSON object payload; `None` for a missing or null
-/// field. Strings are taken as they are, other values as their JSON text.
+/// [`pico_sink::extract_mapped`], refusing NUL characters, which text columns cannot store.
 pub fn extract_mapped(
     value: &serde_json::Value,
     columns: &[MappedColumn],
 ) -> Result<Vec<Option<String>>, String> {
-    if !value.is_object() {
-        return Err("mapped columns need a JSON object payload".into());
-    }
-    columns
+    let fields = pico_sink::extract_mapped(value, columns)?;
+    if let Some(i) = fields
         .iter()
-        .map(|c| {
-            let found = if c.field.starts_with('/') {
-                value.pointer(&c.field)
-            } else {
-                value.get(&c.field)
-            };
-            Ok(match found {
-                None | Some(serde_json::Value::Null) => None,
-                Some(serde_json::Value::String(s)) => {
-                    if s.contains('\0') {
-                        return Err(format!("field {} holds a NUL character", c.field));
-                    }
-                    Some(s.clone())
-                }
-                Some(other) => Some(other.to_string()),
-            })
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn col(field: &str) -> MappedColumn {
-        MappedColumn {
-            column: "c".into(),
-            field: field.into(),
-            sql_type: "text".into(),
-        }
+        .position(|f| f.as_deref().is_some_and(|t| t.contains('\0')))
+    {
+        return Err(format!("field {} holds a NUL character", columns[i].field));
     }
-
-    #[test]
-    fn fields_pointers_and_nulls() {
-        let v: serde_json::Value =
-            serde_json::from_str(r#"{"a":"x","n":3,"o":{"p":[1,2]},"z":null}"#).unwrap();
-        let got = extract_mapped(
-            &v,
-            &[col("a"), col("n"), col("/o/p/1"), col("z"), col("missing")],
-        )
-        .unwrap();
-        assert_eq!(
-            got,
-            vec![
-                Some("x".into()),
-                Some("3".into()),
-                Some("2".into()),
-                None,
-                None
-            ]
-        );
-        assert!(extract_mapped(&serde_json::json!([1]), &[col("a")]).is_err());
-    }
+    Ok(fields)
 }
