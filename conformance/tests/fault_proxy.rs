@@ -12,17 +12,21 @@ use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
 use pico_sink::Sink;
 use pico_sink_http::{HttpSink, HttpSinkConfig};
 
-#[tokio::test]
-async fn a_lost_ack_means_stored_at_the_destination_and_an_error_at_the_sink() {
-    let endpoint = Endpoint::start(EndpointConfig::new(KeyPolicy::Honour))
-        .await
-        .unwrap();
+/// A real endpoint, a proxy in front of it, and an HTTP sink writing through the proxy.
+async fn through_proxy(policy: KeyPolicy) -> (Endpoint, FaultProxy, HttpSink) {
+    let endpoint = Endpoint::start(EndpointConfig::new(policy)).await.unwrap();
     let proxy = FaultProxy::start(endpoint.addr()).await.unwrap();
-    let mut sink = HttpSink::new(HttpSinkConfig::new(format!(
+    let sink = HttpSink::new(HttpSinkConfig::new(format!(
         "http://{}/ingest",
         proxy.addr()
     )))
     .unwrap();
+    (endpoint, proxy, sink)
+}
+
+#[tokio::test]
+async fn a_lost_ack_means_stored_at_the_destination_and_an_error_at_the_sink() {
+    let (endpoint, proxy, mut sink) = through_proxy(KeyPolicy::Honour).await;
     let batch = sample_batch("t", 0, 0..=9);
 
     proxy.set(FaultMode::LoseNextAck { trigger: None });
@@ -43,15 +47,7 @@ async fn a_lost_ack_means_stored_at_the_destination_and_an_error_at_the_sink() {
 
 #[tokio::test]
 async fn refusing_cuts_pooled_connections_and_passing_restores_them() {
-    let endpoint = Endpoint::start(EndpointConfig::new(KeyPolicy::Ignore))
-        .await
-        .unwrap();
-    let proxy = FaultProxy::start(endpoint.addr()).await.unwrap();
-    let mut sink = HttpSink::new(HttpSinkConfig::new(format!(
-        "http://{}/ingest",
-        proxy.addr()
-    )))
-    .unwrap();
+    let (endpoint, proxy, mut sink) = through_proxy(KeyPolicy::Ignore).await;
     sink.consume(&sample_batch("t", 0, 0..=0)).await.unwrap();
     proxy.set(FaultMode::Refuse);
     assert!(
@@ -68,15 +64,7 @@ async fn refusing_cuts_pooled_connections_and_passing_restores_them() {
 
 #[tokio::test]
 async fn a_trigger_picks_the_committing_request() {
-    let endpoint = Endpoint::start(EndpointConfig::new(KeyPolicy::Ignore))
-        .await
-        .unwrap();
-    let proxy = FaultProxy::start(endpoint.addr()).await.unwrap();
-    let mut sink = HttpSink::new(HttpSinkConfig::new(format!(
-        "http://{}/ingest",
-        proxy.addr()
-    )))
-    .unwrap();
+    let (endpoint, proxy, mut sink) = through_proxy(KeyPolicy::Ignore).await;
     // Only a request mentioning offset 5 loses its answer.
     proxy.set(FaultMode::LoseNextAck {
         trigger: Some(b"\"pico_offset\":5".to_vec()),
@@ -89,15 +77,7 @@ async fn a_trigger_picks_the_committing_request() {
 
 #[tokio::test]
 async fn latency_delays_but_delivers() {
-    let endpoint = Endpoint::start(EndpointConfig::new(KeyPolicy::Ignore))
-        .await
-        .unwrap();
-    let proxy = FaultProxy::start(endpoint.addr()).await.unwrap();
-    let mut sink = HttpSink::new(HttpSinkConfig::new(format!(
-        "http://{}/ingest",
-        proxy.addr()
-    )))
-    .unwrap();
+    let (endpoint, proxy, mut sink) = through_proxy(KeyPolicy::Ignore).await;
     proxy.set(FaultMode::Latency { millis: 150 });
     let started = std::time::Instant::now();
     sink.consume(&sample_batch("t", 0, 0..=3)).await.unwrap();

@@ -93,6 +93,26 @@ impl SinkError {
     }
 }
 
+/// Converts every record of `batch` with `convert(index, record)`; a record it refuses becomes
+/// a rejection with its identity and the reason. Sinks use it to validate a batch up front.
+pub fn convert_records<'a, T>(
+    batch: &'a crate::Batch,
+    mut convert: impl FnMut(usize, &'a crate::Record) -> Result<T, String>,
+) -> (Vec<T>, Vec<RejectedRecord>) {
+    let mut ok = Vec::with_capacity(batch.len());
+    let mut rejected = Vec::new();
+    for (index, record) in batch.records().iter().enumerate() {
+        match convert(index, record) {
+            Ok(t) => ok.push(t),
+            Err(reason) => rejected.push(RejectedRecord {
+                id: record.id.clone(),
+                reason,
+            }),
+        }
+    }
+    (ok, rejected)
+}
+
 /// An error with its chain of sources, for messages (client errors often hide the useful part,
 /// such as "connection refused", in a source).
 pub fn error_chain(e: &dyn std::error::Error) -> String {

@@ -27,7 +27,7 @@ pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 pub use envelope::{Envelope, EnvelopeError, Payload};
-pub use error::{RejectedRecord, SinkError, error_chain};
+pub use error::{RejectedRecord, SinkError, convert_records, error_chain};
 pub use isolate::{Attempt, Isolator};
 pub use mapping::{MappedColumn, extract_mapped};
 pub use pico_identity as identity;

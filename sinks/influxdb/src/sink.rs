@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
-    WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
+    convert_records,
 };
 use reqwest::StatusCode;
 use tracing::debug;
@@ -150,9 +150,7 @@ impl Sink for InfluxSink {
     }
 
     async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
-        let mut lines = Vec::with_capacity(batch.len());
-        let mut rejected = Vec::new();
-        for record in batch.records() {
+        let (lines, mut rejected) = convert_records(batch, |_, record| {
             let point = match &self.config.payload {
                 Payload::Json(m) => {
                     json_point(m, &self.config.scope, record, self.config.timestamp_policy)
@@ -161,14 +159,8 @@ impl Sink for InfluxSink {
                     line_point(&self.config.scope, record, self.config.timestamp_policy)
                 }
             };
-            match point {
-                Ok(line) => lines.push((record, line)),
-                Err(reason) => rejected.push(RejectedRecord {
-                    id: record.id.clone(),
-                    reason,
-                }),
-            }
-        }
+            point.map(|line| (record, line))
+        });
         let mut plan = Isolator::new(lines.len());
         while let Some((start, end)) = plan.next_range() {
             let body = lines[start..end]

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use pico_pg_common::{common_fields, extract_mapped, json_has_nul};
-use pico_sink::{Batch, RejectedRecord};
+use pico_sink::{Batch, RejectedRecord, convert_records};
 
 use crate::config::{PostgresSinkConfig, ValueColumn};
 
@@ -37,18 +37,7 @@ pub(crate) fn prepare(
     config: &PostgresSinkConfig,
     batch: &Batch,
 ) -> (Vec<Row>, Vec<RejectedRecord>) {
-    let mut rows = Vec::with_capacity(batch.len());
-    let mut rejected = Vec::new();
-    for (index, record) in batch.records().iter().enumerate() {
-        match row(config, index, record) {
-            Ok(row) => rows.push(row),
-            Err(reason) => rejected.push(RejectedRecord {
-                id: record.id.clone(),
-                reason,
-            }),
-        }
-    }
-    (rows, rejected)
+    convert_records(batch, |index, record| row(config, index, record))
 }
 
 fn row(

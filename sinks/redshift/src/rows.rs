@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use pico_pg_common::{common_fields, extract_mapped};
-use pico_sink::{Batch, RejectedRecord};
+use pico_sink::{Batch, RejectedRecord, convert_records};
 
 use crate::config::RedshiftSinkConfig;
 
@@ -91,16 +91,5 @@ pub(crate) fn prepare(
     config: &RedshiftSinkConfig,
     batch: &Batch,
 ) -> (Vec<Row>, Vec<RejectedRecord>) {
-    let mut rows = Vec::with_capacity(batch.len());
-    let mut rejected = Vec::new();
-    for (index, record) in batch.records().iter().enumerate() {
-        match row(config, index, record) {
-            Ok(r) => rows.push(r),
-            Err(reason) => rejected.push(RejectedRecord {
-                id: record.id.clone(),
-                reason,
-            }),
-        }
-    }
-    (rows, rejected)
+    convert_records(batch, |index, record| row(config, index, record))
 }
