@@ -8,7 +8,8 @@
 //! * [`target::Target`] — what a sink provides to be tested: provision its destination through a
 //!   [`provider::ProviderKind`], build sinks into an isolated table/index/bucket, read back what
 //!   the destination holds. Modelled on object_store's shared integration functions: every
-//!   scenario is written once, generic over targets, and gated on declared capabilities.
+//!   scenario is written once, generic over targets; fault scenarios need a fault path, which a
+//!   destination provides with each sink (`SinkUnderTest::faults`) or not.
 //! * [`proxy::FaultProxy`] — a TCP proxy between sink and destination that loses
 //!   acknowledgements, refuses connections (outage) or adds latency.
 //! * [`ledger::Ledger`] — the identity counter outside the sink: what was sent, what was

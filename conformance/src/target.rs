@@ -24,16 +24,6 @@ pub struct ServerInfo {
     pub version: String,
 }
 
-/// What a destination can do for the scenarios; a scenario needing a missing capability is
-/// reported as not applicable, with the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// Faults can be injected between sink and destination (lost-ack, outage).
-    pub faults: bool,
-    /// The destination can count physical rows beside visible ones (before merge/compaction).
-    pub physical_rows: bool,
-}
-
 /// A sink built for a scenario, with the switch for faults on its path.
 pub struct SinkUnderTest {
     /// The sink.
@@ -117,8 +107,6 @@ pub trait Destination: Send + Sync {
     fn payload_form(&self) -> PayloadForm {
         PayloadForm::Exact
     }
-    /// What the scenarios may use.
-    fn capabilities(&self) -> Capabilities;
     /// Bytes in the sink's request stream that mark the committing request (lost-ack trigger);
     /// `None` when every request commits (HTTP).
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {

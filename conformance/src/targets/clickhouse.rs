@@ -9,9 +9,7 @@ use tokio::sync::Mutex;
 use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
 use crate::servers::clickhouse::ClickHouseServer;
-use crate::target::{
-    Capabilities, Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
-};
+use crate::target::{Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum};
 
 const DATABASE: &str = "pico";
 
@@ -58,13 +56,6 @@ fn table(isolation: &str) -> String {
 impl Destination for ChDestination {
     fn server(&self) -> ServerInfo {
         self.info.clone()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: true,
-        }
     }
 
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {

@@ -11,9 +11,7 @@ use pico_sink::identity::RecordId;
 use pico_sink_delta::{DeltaSink, DeltaSinkConfig};
 
 use crate::provider::ProviderKind;
-use crate::target::{
-    Capabilities, Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
-};
+use crate::target::{Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum};
 
 /// The Delta Lake sink on a local directory.
 pub struct DeltaTarget;
@@ -64,13 +62,6 @@ impl Destination for DeltaDestination {
         ServerInfo {
             name: "delta-rs (deltalake)".into(),
             version: "1.1.2, local filesystem".into(),
-        }
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: false,
-            physical_rows: false,
         }
     }
 

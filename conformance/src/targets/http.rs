@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
-use crate::target::{Capabilities, Destination, Readback, ServerInfo, SinkUnderTest, Target};
+use crate::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
 use super::row_from_envelope;
 
@@ -104,13 +104,6 @@ impl Destination for HttpDestination {
                     format!("{} (ignores Idempotency-Key)", env!("CARGO_PKG_VERSION"))
                 }
             },
-        }
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: false,
         }
     }
 

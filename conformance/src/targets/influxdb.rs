@@ -13,7 +13,7 @@ use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
 use crate::servers::influxdb::InfluxServer;
 use crate::target::{
-    Capabilities, Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
 };
 
@@ -97,13 +97,6 @@ impl Destination for InfluxDestination {
 
     fn payload_form(&self) -> PayloadForm {
         PayloadForm::Json
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: false,
-        }
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {

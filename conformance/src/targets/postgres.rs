@@ -9,7 +9,7 @@ use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
 use crate::servers::postgres::{PgServer, connect};
 use crate::target::{
-    Capabilities, Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
 };
 
@@ -82,13 +82,6 @@ impl Destination for PgDestination {
 
     fn payload_form(&self) -> PayloadForm {
         PayloadForm::Json
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: false,
-        }
     }
 
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {

@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
 use crate::servers::s3::S3Server;
-use crate::target::{Capabilities, Destination, Readback, ServerInfo, SinkUnderTest, Target};
+use crate::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
 use super::row_from_envelope;
 
@@ -79,13 +79,6 @@ const BUCKET: &str = "pico-conformance";
 impl Destination for S3Destination {
     fn server(&self) -> ServerInfo {
         self.info.clone()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: false,
-        }
     }
 
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {

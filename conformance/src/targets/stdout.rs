@@ -13,7 +13,7 @@ use pico_sink_stdout::StdoutSink;
 
 use crate::fault::{FaultMode, FaultStats, FaultSwitch};
 use crate::provider::ProviderKind;
-use crate::target::{Capabilities, Destination, Readback, ServerInfo, SinkUnderTest, Target};
+use crate::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
 use super::row_from_envelope;
 
@@ -109,13 +109,6 @@ impl Destination for Terminal {
         ServerInfo {
             name: "captured writer".into(),
             version: "in-process io::Write".into(),
-        }
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: true,
-            physical_rows: false,
         }
     }
 

@@ -12,7 +12,7 @@ use surrealdb::engine::any::Any;
 
 use crate::provider::{ProviderKind, external_url};
 use crate::target::{
-    Capabilities, Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
 };
 
@@ -106,13 +106,6 @@ impl Destination for SurrealDestination {
 
     fn payload_form(&self) -> PayloadForm {
         PayloadForm::Json
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            faults: false,
-            physical_rows: false,
-        }
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
