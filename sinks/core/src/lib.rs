@@ -15,6 +15,7 @@
 
 mod batch;
 mod claim;
+mod document;
 mod driver;
 mod envelope;
 mod error;
@@ -25,6 +26,7 @@ mod sink;
 
 pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
+pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 pub use envelope::{Envelope, EnvelopeError, Payload};
 pub use error::{RejectedRecord, SinkError, convert_records, error_chain};

@@ -1,9 +1,10 @@
 //! Mapping HTTP answers onto the sink contract.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use pico_http_common::{retry_after, snippet};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::HeaderMap;
 
 /// What one POST came to.
 #[derive(Debug)]
@@ -61,45 +62,9 @@ pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &str, key:
     }
 }
 
-/// `Retry-After` as delay-seconds or an HTTP-date.
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
-}
-
-fn snippet(body: &str) -> String {
-    let mut s: String = body.chars().take(300).collect();
-    if s.len() < body.len() {
-        s.push('…');
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn retry_after_seconds_and_dates() {
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
-        h.insert(
-            RETRY_AFTER,
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
-    }
 
     #[test]
     fn statuses_map_to_the_contract() {

@@ -1,11 +1,12 @@
 //! [`HttpSink`].
 
 use async_trait::async_trait;
+use pico_http_common::{HttpSettings, base_url};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
     error_chain,
 };
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use tracing::{debug, warn};
 
 use crate::config::HttpSinkConfig;
@@ -21,30 +22,13 @@ pub struct HttpSink {
 impl HttpSink {
     /// Builds the HTTP client; a bad URL or header is `Fatal`.
     pub fn new(config: HttpSinkConfig) -> Result<Self, SinkError> {
-        let url = reqwest::Url::parse(&config.url).map_err(|e| {
-            SinkError::fatal(format!("url {:?} is not a valid URL: {e}", config.url))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(SinkError::fatal(format!(
-                "url {:?} must use http or https",
-                config.url
-            )));
+        base_url(&config.url, "url")?;
+        let client = HttpSettings {
+            headers: config.headers.clone(),
+            request_timeout: config.request_timeout,
+            connect_timeout: config.connect_timeout,
         }
-        let mut headers = reqwest::header::HeaderMap::new();
-        for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| SinkError::fatal(format!("header name {name:?} is invalid: {e}")))?;
-            let value = HeaderValue::from_str(value).map_err(|e| {
-                SinkError::fatal(format!("header {name} has an invalid value: {e}"))
-            })?;
-            headers.insert(name, value);
-        }
-        let client = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(config.connect_timeout)
-            .default_headers(headers)
-            .build()
-            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))?;
+        .client(true)?;
         Ok(Self { config, client })
     }
 

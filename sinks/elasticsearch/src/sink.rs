@@ -1,0 +1,165 @@
+//! [`ElasticsearchSink`].
+
+use async_trait::async_trait;
+use pico_http_common::{Reply, base_url, exchange};
+use pico_sink::{
+    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
+    WriteReport, convert_records,
+};
+use reqwest::header::CONTENT_TYPE;
+use tracing::warn;
+
+use crate::bulk::{Item, check_index_name, chunks, items, operation};
+use crate::config::{ElasticsearchSinkConfig, IndexMode};
+
+/// Bulk-indexes batches with `_id` from the record identity; see the crate docs.
+pub struct ElasticsearchSink {
+    config: ElasticsearchSinkConfig,
+    client: reqwest::Client,
+    bulk_url: reqwest::Url,
+}
+
+/// What one bulk request came to.
+enum Sent {
+    Items(Vec<Item>),
+    /// 413: the request is too large.
+    TooLarge(String),
+}
+
+impl ElasticsearchSink {
+    /// Checks the configuration and builds the client; a bad URL or index name is `Fatal`.
+    pub fn new(config: ElasticsearchSinkConfig) -> Result<Self, SinkError> {
+        check_index_name(&config.index).map_err(SinkError::fatal)?;
+        let mut bulk_url = base_url(&config.url, "url")?
+            .join("_bulk")
+            .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
+        bulk_url
+            .query_pairs_mut()
+            .append_pair("refresh", config.refresh.param());
+        let client = config.http.client(true)?;
+        Ok(Self {
+            config,
+            client,
+            bulk_url,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ElasticsearchSinkConfig {
+        &self.config
+    }
+
+    async fn send(&self, body: String, count: usize) -> Result<Sent, SinkError> {
+        let what = format!("POST _bulk into {}", self.config.index);
+        let request = self
+            .client
+            .post(self.bulk_url.clone())
+            .header(CONTENT_TYPE, "application/x-ndjson")
+            .body(body);
+        let reply: Reply = exchange(request, &what).await?;
+        match reply.status.as_u16() {
+            200 => items(&reply.body, count, self.config.mode)
+                .map(Sent::Items)
+                .map_err(|e| SinkError::retryable(format!("{what}: {e}"))),
+            413 => Ok(Sent::TooLarge(format!(
+                "413: larger than the cluster's http.max_content_length: {}",
+                reply.snippet()
+            ))),
+            401 | 403 => Err(reply.fatal(&what, "check the credentials (headers) and privileges")),
+            404 => Err(reply.fatal(&what, "check the url")),
+            _ if reply.is_transient() => Err(reply.retryable(&what)),
+            _ => Err(reply.fatal(&what, "unexpected answer")),
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for ElasticsearchSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        let records = batch.records();
+        let mut rejected: Vec<RejectedRecord> = Vec::new();
+        let (ops, refused) =
+            convert_records(batch, |i, r| operation(&self.config, r).map(|op| (i, op)));
+        rejected.extend(refused);
+        let mut total = WriteReport::default();
+        let mut retry: Option<String> = None;
+        let sizes: Vec<usize> = ops.iter().map(|(_, op)| op.len()).collect();
+        for (chunk_start, chunk_end) in chunks(&sizes, self.config.max_bulk_bytes) {
+            let chunk = &ops[chunk_start..chunk_end];
+            // A 413 splits the chunk in halves down to single records.
+            let mut plan = Isolator::new(chunk.len());
+            while let Some((start, end)) = plan.next_range() {
+                let part = &chunk[start..end];
+                let body: String = part.iter().map(|(_, op)| op.as_str()).collect();
+                let attempt = match self.send(body, part.len()).await? {
+                    Sent::TooLarge(reason) => Attempt::Refused(reason),
+                    Sent::Items(answers) => {
+                        let mut report = WriteReport::default();
+                        for ((index, _), item) in part.iter().zip(answers) {
+                            match item {
+                                Item::Created => report.written += 1,
+                                Item::AlreadyPresent => report.already_present += 1,
+                                Item::Retry(reason) => {
+                                    retry
+                                        .get_or_insert(format!("{}: {reason}", records[*index].id));
+                                }
+                                Item::Reject(reason) => {
+                                    warn!(record = %records[*index].id, reason, "Elasticsearch refused a document");
+                                    rejected.push(RejectedRecord {
+                                        id: records[*index].id.clone(),
+                                        reason,
+                                    });
+                                }
+                                Item::Fatal(reason) => return Err(SinkError::fatal(reason)),
+                            }
+                        }
+                        Attempt::Written(report)
+                    }
+                };
+                plan.record(start, end, attempt);
+            }
+            let (report, too_large) = plan.finish_rejecting(|i| records[chunk[i].0].id.clone());
+            total.written += report.written;
+            total.already_present += report.already_present;
+            rejected.extend(too_large);
+        }
+        if let Some(message) = retry {
+            // Every operation is idempotent by _id: the whole batch is simply sent again.
+            return Err(SinkError::retryable(format!(
+                "Elasticsearch asked to retry items (first: {message})"
+            )));
+        }
+        SinkError::outcome(total, rejected)
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        let mechanism = match self.config.mode {
+            IndexMode::Index => {
+                "_bulk index with _id = [ns/]topic:partition:offset (sha256 form above 512 bytes); \
+                 a replay replaces each document with identical content"
+            }
+            IndexMode::DataStream => {
+                "_bulk create in a data stream with _id = the record identity; 409 = already \
+                 written (checked within the current backing index only: a replay after a \
+                 rollover is indexed again)"
+            }
+        };
+        Description {
+            sink: "elasticsearch".into(),
+            mechanism: mechanism.into(),
+            claims: vec![
+                (Scenario::ReplaySameBatch, Claim::NoVisibleDuplicate),
+                (Scenario::ReplayRebatched, Claim::NoVisibleDuplicate),
+            ],
+            default_claim: Claim::NoVisibleDuplicate,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! [`Reply`]: a whole HTTP answer, and what it means for the sink contract.
+
+use std::time::{Duration, SystemTime};
+
+use pico_sink::{SinkError, error_chain};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+/// A status, headers and the whole body of one answer.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body as text (lossy UTF-8).
+    pub body: String,
+}
+
+/// Sends `request` and reads the whole answer. Failing to send or to read the answer is
+/// `Retryable`: the destination may or may not have acted, and every pico sink makes the same
+/// request safe to repeat. `what` names the request in messages (`POST /idx/_bulk`).
+pub async fn exchange(request: reqwest::RequestBuilder, what: &str) -> Result<Reply, SinkError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| SinkError::retryable(format!("{what} failed: {}", error_chain(&e))))?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.map_err(|e| {
+        SinkError::retryable(format!(
+            "{what}: reading the answer failed: {}",
+            error_chain(&e)
+        ))
+    })?;
+    tracing::debug!(%status, what, "answer");
+    Ok(Reply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
+impl Reply {
+    /// Whether trying again later may succeed: 408, 425, 429 and 5xx.
+    pub fn is_transient(&self) -> bool {
+        matches!(self.status.as_u16(), 408 | 425 | 429) || self.status.is_server_error()
+    }
+
+    /// The server's `Retry-After`, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        retry_after(&self.headers)
+    }
+
+    /// The first 300 characters of the body.
+    pub fn snippet(&self) -> String {
+        snippet(&self.body)
+    }
+
+    /// A `Retryable` error for this answer, honouring `Retry-After`.
+    pub fn retryable(&self, what: &str) -> SinkError {
+        SinkError::Retryable {
+            message: format!("{what}: {}: {}", self.status, self.snippet()),
+            retry_after: self.retry_after(),
+        }
+    }
+
+    /// A `Fatal` error for this answer, with advice on what to change.
+    pub fn fatal(&self, what: &str, advice: &str) -> SinkError {
+        SinkError::fatal(format!(
+            "{what}: {}: {advice}: {}",
+            self.status,
+            self.snippet()
+        ))
+    }
+
+    /// The body parsed as JSON; a body that does not parse is `Retryable` (a proxy's error
+    /// page, a cut answer).
+    pub fn json<T: serde::de::DeserializeOwned>(&self, what: &str) -> Result<T, SinkError> {
+        serde_json::from_str(&self.body).map_err(|e| {
+            SinkError::retryable(format!(
+                "{what}: unexpected answer ({}): {e}: {}",
+                self.status,
+                self.snippet()
+            ))
+        })
+    }
+}
+
+/// `Retry-After` as delay-seconds or an HTTP-date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The first 300 characters of `body`, with `…` when cut.
+pub fn snippet(body: &str) -> String {
+    let mut s: String = body.trim().chars().take(300).collect();
+    if s.len() < body.trim().len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn transient_statuses_and_errors() {
+        let reply = |code: u16| Reply {
+            status: StatusCode::from_u16(code).unwrap(),
+            headers: HeaderMap::new(),
+            body: "x".repeat(400),
+        };
+        for code in [408, 425, 429, 500, 502, 503] {
+            assert!(reply(code).is_transient(), "{code}");
+        }
+        for code in [200, 400, 401, 404, 409, 413] {
+            assert!(!reply(code).is_transient(), "{code}");
+        }
+        let SinkError::Retryable { message, .. } = reply(503).retryable("POST /x") else {
+            panic!("retryable expected");
+        };
+        assert!(message.starts_with("POST /x: 503"), "{message}");
+        assert!(message.ends_with('…'), "body is cut: {message}");
+        assert!(matches!(
+            reply(200).json::<serde_json::Value>("GET"),
+            Err(SinkError::Retryable { .. })
+        ));
+    }
+}

@@ -1,0 +1,102 @@
+//! [`HttpSettings`] and the client built from them.
+
+use std::time::Duration;
+
+use pico_sink::SinkError;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+/// Connection settings every HTTP-based sink shares.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Extra headers on every request (`Authorization`, API keys, ...).
+    pub headers: Vec<(String, String)>,
+    /// Whole-request timeout.
+    pub request_timeout: Duration,
+    /// TCP/TLS connect timeout.
+    pub connect_timeout: Duration,
+}
+
+impl Default for HttpSettings {
+    /// No extra headers, 30 s request and 5 s connect timeouts.
+    fn default() -> Self {
+        Self {
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl HttpSettings {
+    /// A client with these settings; `follow_redirects` off leaves 3xx answers to the caller
+    /// (needed where credentials must survive a redirect to another host, as in Doris).
+    /// A bad header is `Fatal`.
+    pub fn client(&self, follow_redirects: bool) -> Result<reqwest::Client, SinkError> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| SinkError::fatal(format!("header name {name:?} is invalid: {e}")))?;
+            let value = HeaderValue::from_str(value).map_err(|e| {
+                SinkError::fatal(format!("header {name} has an invalid value: {e}"))
+            })?;
+            headers.insert(name, value);
+        }
+        let redirects = if follow_redirects {
+            reqwest::redirect::Policy::limited(5)
+        } else {
+            reqwest::redirect::Policy::none()
+        };
+        reqwest::Client::builder()
+            .timeout(self.request_timeout)
+            .connect_timeout(self.connect_timeout)
+            .default_headers(headers)
+            .redirect(redirects)
+            .build()
+            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))
+    }
+}
+
+/// Parses the base URL of a destination (`what` names the setting in messages); it must be
+/// http or https. A trailing `/` is added so relative paths join below it.
+pub fn base_url(url: &str, what: &str) -> Result<reqwest::Url, SinkError> {
+    let mut parsed = reqwest::Url::parse(url)
+        .map_err(|e| SinkError::fatal(format!("{what} {url:?} is not a valid URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(SinkError::fatal(format!(
+            "{what} {url:?} must use http or https"
+        )));
+    }
+    if !parsed.path().ends_with('/') {
+        let path = format!("{}/", parsed.path());
+        parsed.set_path(&path);
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_and_headers() {
+        let u = base_url("http://h:9200/prefix", "url").unwrap();
+        assert_eq!(
+            u.join("idx/_bulk").unwrap().as_str(),
+            "http://h:9200/prefix/idx/_bulk"
+        );
+        assert!(matches!(
+            base_url("ftp://h", "url"),
+            Err(SinkError::Fatal { .. })
+        ));
+        assert!(matches!(
+            base_url("::", "url"),
+            Err(SinkError::Fatal { .. })
+        ));
+        let bad = HttpSettings {
+            headers: vec![("x y".into(), "v".into())],
+            ..HttpSettings::default()
+        };
+        assert!(matches!(bad.client(true), Err(SinkError::Fatal { .. })));
+        assert!(HttpSettings::default().client(false).is_ok());
+    }
+}

@@ -1,0 +1,268 @@
+//! [`QuickwitSink`].
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use pico_http_common::{Reply, base_url, exchange};
+use pico_sink::{
+    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
+    WriteReport, convert_records, document_json,
+};
+use reqwest::header::CONTENT_TYPE;
+use tracing::{debug, warn};
+
+use crate::config::QuickwitSinkConfig;
+use crate::requests::{
+    IngestAnswer, MAX_HITS, SearchAnswer, check_index_id, index_config, range_query,
+    watermark_query,
+};
+
+/// Ingests only offsets above the partition's watermark; see the crate docs.
+pub struct QuickwitSink {
+    config: QuickwitSinkConfig,
+    client: reqwest::Client,
+    base: reqwest::Url,
+}
+
+impl QuickwitSink {
+    /// Checks the configuration and builds the client; a bad URL or index id is `Fatal`.
+    pub fn new(config: QuickwitSinkConfig) -> Result<Self, SinkError> {
+        check_index_id(&config.index).map_err(SinkError::fatal)?;
+        let base = base_url(&config.url, "url")?;
+        let client = config.http.client(true)?;
+        Ok(Self {
+            config,
+            client,
+            base,
+        })
+    }
+
+    fn url(&self, path: &str) -> Result<reqwest::Url, SinkError> {
+        self.base
+            .join(path)
+            .map_err(|e| SinkError::fatal(format!("url: {e}")))
+    }
+
+    fn failure(&self, reply: &Reply, what: &str) -> SinkError {
+        match reply.status.as_u16() {
+            _ if reply.is_transient() => reply.retryable(what),
+            401 | 403 => reply.fatal(what, "check the credentials in the sink's headers"),
+            404 => reply.fatal(
+                what,
+                "the index does not exist: create it with the pico_* fields (or set create_index)",
+            ),
+            _ => reply.fatal(what, "unexpected answer"),
+        }
+    }
+
+    async fn search(&self, body: serde_json::Value) -> Result<SearchAnswer, SinkError> {
+        let what = format!("search in {}", self.config.index);
+        let url = self.url(&format!("api/v1/_elastic/{}/_search", self.config.index))?;
+        let reply = exchange(self.client.post(url).json(&body), &what).await?;
+        if !reply.status.is_success() {
+            return Err(self.failure(&reply, &what));
+        }
+        reply.json(&what)
+    }
+
+    /// The highest offset of the partition in the index.
+    async fn watermark(&self, topic: &str, partition: u32) -> Result<Option<u64>, SinkError> {
+        let answer = self.search(watermark_query(topic, partition)).await?;
+        Ok(answer
+            .offsets()
+            .map_err(|e| SinkError::fatal(format!("{}: {e}", self.config.index)))?
+            .into_iter()
+            .max())
+    }
+
+    /// Which of `sent` (ascending) are in the index.
+    async fn present(
+        &self,
+        topic: &str,
+        partition: u32,
+        sent: &[u64],
+    ) -> Result<BTreeSet<u64>, SinkError> {
+        let mut present = BTreeSet::new();
+        for window in sent.chunks(MAX_HITS) {
+            let (first, last) = (window[0], window[window.len() - 1]);
+            let answer = self
+                .search(range_query(topic, partition, first, last, window.len()))
+                .await?;
+            present.extend(
+                answer
+                    .offsets()
+                    .map_err(|e| SinkError::fatal(format!("{}: {e}", self.config.index)))?,
+            );
+        }
+        Ok(present)
+    }
+
+    async fn count(
+        &self,
+        topic: &str,
+        partition: u32,
+        first: u64,
+        last: u64,
+    ) -> Result<Option<u64>, SinkError> {
+        let answer = self
+            .search(range_query(topic, partition, first, last, 0))
+            .await?;
+        Ok(answer.hits.total.map(|t| t.value))
+    }
+
+    async fn ingest(&self, body: String) -> Result<Attempt, SinkError> {
+        let what = format!("ingest into {}", self.config.index);
+        let mut url = self.url(&format!("api/v1/{}/ingest", self.config.index))?;
+        url.query_pairs_mut()
+            .append_pair("commit", self.config.commit.param());
+        let request = self
+            .client
+            .post(url)
+            .header(CONTENT_TYPE, "application/x-ndjson")
+            .body(body);
+        let reply = exchange(request, &what).await?;
+        match reply.status.as_u16() {
+            200..=299 => {
+                let answer: IngestAnswer = serde_json::from_str(&reply.body).unwrap_or_default();
+                debug!(rejected = ?answer.num_rejected_docs, "ingested");
+                Ok(Attempt::Written(WriteReport::default()))
+            }
+            400 | 413 => Ok(Attempt::Refused(format!(
+                "{}: {}",
+                reply.status,
+                reply.snippet()
+            ))),
+            _ => Err(self.failure(&reply, &what)),
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for QuickwitSink {
+    async fn open(&mut self) -> Result<(), SinkError> {
+        if !self.config.create_index {
+            return Ok(());
+        }
+        let what = format!("GET index {}", self.config.index);
+        let url = self.url(&format!("api/v1/indexes/{}", self.config.index))?;
+        let reply = exchange(self.client.get(url), &what).await?;
+        match reply.status.as_u16() {
+            200 => return Ok(()),
+            404 => {}
+            _ => return Err(self.failure(&reply, &what)),
+        }
+        let what = format!("create index {}", self.config.index);
+        let body = index_config(&self.config.index, self.config.commit_timeout_secs);
+        let reply = exchange(
+            self.client.post(self.url("api/v1/indexes")?).json(&body),
+            &what,
+        )
+        .await?;
+        if reply.status.is_success() || reply.body.contains("already exists") {
+            Ok(())
+        } else {
+            Err(self.failure(&reply, &what))
+        }
+    }
+
+    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+        let id = batch.id();
+        let topic = self.config.scope.qualified_topic(&id.topic).into_owned();
+        let watermark = self.watermark(&topic, id.partition).await?;
+        let fresh = match watermark {
+            Some(w) => batch.after(w),
+            None => Some(batch.clone()),
+        };
+        let skipped = (batch.len() - fresh.as_ref().map_or(0, Batch::len)) as u64;
+        let Some(fresh) = fresh else {
+            return Ok(WriteReport {
+                written: 0,
+                already_present: skipped,
+            });
+        };
+        let records = fresh.records();
+        let (docs, mut rejected) = convert_records(&fresh, |i, r| {
+            document_json(&self.config.scope, r, self.config.shape, &[]).map(|d| (i, d))
+        });
+        let mut plan = Isolator::new(docs.len());
+        while let Some((start, end)) = plan.next_range() {
+            let mut body = String::new();
+            for (_, doc) in &docs[start..end] {
+                body.push_str(doc);
+                body.push('\n');
+            }
+            let attempt = self.ingest(body).await?;
+            plan.record(start, end, attempt);
+        }
+        let (_, refused) = plan.finish_rejecting(|i| records[docs[i].0].id.clone());
+        let refused_offsets: BTreeSet<u64> = refused.iter().map(|r| r.id.offset).collect();
+        rejected.extend(refused);
+        let sent: Vec<u64> = docs
+            .iter()
+            .map(|(i, _)| records[*i].id.offset)
+            .filter(|o| !refused_offsets.contains(o))
+            .collect();
+        let mut dropped = 0;
+        if let (Some(first), Some(last)) = (sent.first(), sent.last()) {
+            // Quickwit drops documents its mapping cannot parse; find them by their offsets.
+            let counted = self.count(&topic, id.partition, *first, *last).await?;
+            if counted != Some(sent.len() as u64) {
+                let present = self.present(&topic, id.partition, &sent).await?;
+                let sent_set: BTreeSet<u64> = sent.iter().copied().collect();
+                for (i, _) in &docs {
+                    let record = &records[*i];
+                    let offset = record.id.offset;
+                    if sent_set.contains(&offset) && !present.contains(&offset) {
+                        warn!(record = %record.id, "Quickwit dropped a document");
+                        dropped += 1;
+                        rejected.push(RejectedRecord {
+                            id: record.id.clone(),
+                            reason: "Quickwit did not index the document: its doc mapping \
+                                     could not parse it (see the indexer's logs)"
+                                .into(),
+                        });
+                    }
+                }
+            }
+        }
+        SinkError::outcome(
+            WriteReport {
+                written: sent.len() as u64 - dropped,
+                already_present: skipped,
+            },
+            rejected,
+        )
+    }
+
+    async fn close(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            sink: "quickwit".into(),
+            mechanism: format!(
+                "search the partition's highest pico_offset, ingest only above it with \
+                 commit={}, then count the batch's offsets back",
+                self.config.commit.param()
+            ),
+            claims: vec![
+                (
+                    Scenario::LostAck,
+                    Claim::Measured {
+                        why: "an answer lost before the commit published leaves documents the \
+                              retry's watermark search cannot see yet"
+                            .into(),
+                    },
+                ),
+                (
+                    Scenario::ZombieWriter,
+                    Claim::Measured {
+                        why: "two writers of one partition read the same watermark".into(),
+                    },
+                ),
+            ],
+            default_claim: Claim::NoVisibleDuplicate,
+        }
+    }
+}
