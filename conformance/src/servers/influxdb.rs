@@ -1,6 +1,8 @@
-//! An InfluxDB 1.x server: external (`PICO_INFLUXDB_URL`, v1 API) or native (the `influxd`
-//! installed here, on free ports with a temp dir; killed afterwards). The official
-//! `influxdb:2` image speaks the v2 API, whose read-back (Flux) this suite does not implement.
+//! An InfluxDB server: external (`PICO_INFLUXDB_URL`, v1 API), docker (the pinned `influxdb:2`
+//! image, set up with an org and a token: the sink writes through the v2 API and the suite reads
+//! back through the v1-compatible `/query` after mapping each bucket to a database name, DBRP),
+//! or native (the `influxd` 1.x installed here, on free ports with a temp dir; killed
+//! afterwards).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -8,13 +10,21 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 use crate::provider::{ProviderKind, external_url, find_binary, free_port};
+use crate::servers::container::{ContainerSpec, Hosted, start};
 use crate::target::ServerInfo;
+
+/// Org and token of the docker provider's InfluxDB 2.
+pub const V2_ORG: &str = "pico";
+/// Operator token of the docker provider's InfluxDB 2.
+pub const V2_TOKEN: &str = "pico-token-0123456789";
 
 /// A running InfluxDB.
 pub struct InfluxServer {
     url: String,
     child: Option<Child>,
     _dir: Option<tempfile::TempDir>,
+    /// Set for InfluxDB 2 (v2 API): the container and the token.
+    v2: Option<Hosted>,
 }
 
 impl InfluxServer {
@@ -25,10 +35,31 @@ impl InfluxServer {
                 url: external_url("influxdb")?,
                 child: None,
                 _dir: None,
+                v2: None,
             },
             ProviderKind::Native => Self::native().await?,
             ProviderKind::Docker => {
-                return Err("the influxdb:2 image speaks only the v2 API; reading points back through Flux is not implemented".into());
+                let spec = ContainerSpec {
+                    service: "influxdb",
+                    port: 8086,
+                    env: vec![
+                        ("DOCKER_INFLUXDB_INIT_MODE", "setup".into()),
+                        ("DOCKER_INFLUXDB_INIT_USERNAME", "pico".into()),
+                        ("DOCKER_INFLUXDB_INIT_PASSWORD", "pico-password".into()),
+                        ("DOCKER_INFLUXDB_INIT_ORG", V2_ORG.into()),
+                        ("DOCKER_INFLUXDB_INIT_BUCKET", "pico".into()),
+                        ("DOCKER_INFLUXDB_INIT_ADMIN_TOKEN", V2_TOKEN.into()),
+                    ],
+                    ..ContainerSpec::default()
+                };
+                let started = start(&spec).await?;
+                let url = format!("http://{}", started.address);
+                Self {
+                    url: url.clone(),
+                    child: None,
+                    _dir: None,
+                    v2: Some(Hosted::new(url, vec![started.container])),
+                }
             }
             ProviderKind::Embedded => return Err("InfluxDB cannot run in-process".into()),
         };
@@ -71,6 +102,7 @@ impl InfluxServer {
             url: format!("http://127.0.0.1:{http}"),
             child: Some(child),
             _dir: Some(dir),
+            v2: None,
         })
     }
 
@@ -113,10 +145,67 @@ impl InfluxServer {
         }
     }
 
+    /// The operator token when this is InfluxDB 2 (v2 API).
+    pub fn v2_token(&self) -> Option<&str> {
+        self.v2.as_ref().map(|_| V2_TOKEN)
+    }
+
+    /// InfluxDB 2: creates bucket `name` and maps it to database `name` (DBRP), so the v1
+    /// `/query` reads it. Idempotent.
+    pub async fn v2_bucket(&self, name: &str) -> Result<(), String> {
+        let client = reqwest::Client::new();
+        let auth = format!("Token {V2_TOKEN}");
+        let orgs: serde_json::Value = client
+            .get(format!("{}/api/v2/orgs?org={V2_ORG}", self.url))
+            .header("Authorization", &auth)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let org_id = orgs["orgs"][0]["id"]
+            .as_str()
+            .ok_or_else(|| format!("no org {V2_ORG}: {orgs}"))?
+            .to_owned();
+        let bucket: serde_json::Value = client
+            .post(format!("{}/api/v2/buckets", self.url))
+            .header("Authorization", &auth)
+            .json(&serde_json::json!({"orgID": org_id, "name": name, "retentionRules": []}))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(bucket_id) = bucket["id"].as_str() else {
+            // 422: the bucket exists, and so does its mapping.
+            return Ok(());
+        };
+        let r = client
+            .post(format!("{}/api/v2/dbrps", self.url))
+            .header("Authorization", &auth)
+            .json(&serde_json::json!({
+                "orgID": org_id, "bucketID": bucket_id, "database": name,
+                "retention_policy": "autogen", "default": true
+            }))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if r.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!("DBRP for {name}: {}", r.status()))
+        }
+    }
+
     /// Stops what the provider started.
     pub async fn stop(mut self) -> Result<(), String> {
         if let Some(mut child) = self.child.take() {
             child.kill().await.map_err(|e| e.to_string())?;
+        }
+        if let Some(hosted) = self.v2.take() {
+            hosted.stop().await?;
         }
         Ok(())
     }

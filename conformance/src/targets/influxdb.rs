@@ -1,6 +1,7 @@
-//! The InfluxDB sink against a real InfluxDB 1.x (native or external), a fault proxy between;
-//! each scenario writes its own database, read back with `SELECT *` and rebuilt into the JSON
-//! payloads from tags and fields.
+//! The InfluxDB sink against a real InfluxDB: 1.x (native or external, v1 API) or 2.x (docker,
+//! v2 API, one bucket per scenario mapped to a database name), a fault proxy between; each
+//! scenario writes its own database or bucket, read back with InfluxQL `SELECT *` and rebuilt
+//! into the JSON payloads from tags and fields.
 
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
@@ -11,7 +12,7 @@ use tokio::sync::Mutex;
 
 use crate::provider::ProviderKind;
 use crate::proxy::FaultProxies;
-use crate::servers::influxdb::InfluxServer;
+use crate::servers::influxdb::{InfluxServer, V2_ORG};
 use crate::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
@@ -71,6 +72,14 @@ impl InfluxDestination {
             .ok_or_else(|| "server stopped".into())
     }
 
+    async fn v2_token(&self) -> Option<String> {
+        self.server
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|s| s.v2_token().map(str::to_owned))
+    }
+
     async fn query(&self, db: &str, q: &str) -> Result<serde_json::Value, String> {
         let mut url = reqwest::Url::parse(&self.url().await?).map_err(|e| e.to_string())?;
         url.set_path("/query");
@@ -78,8 +87,11 @@ impl InfluxDestination {
             .append_pair("db", db)
             .append_pair("epoch", "ns")
             .append_pair("q", q);
-        self.client
-            .get(url)
+        let mut request = self.client.get(url);
+        if let Some(token) = self.v2_token().await {
+            request = request.header("Authorization", format!("Token {token}"));
+        }
+        request
             .send()
             .await
             .map_err(|e| format!("{q}: {e}"))?
@@ -107,11 +119,22 @@ impl Destination for InfluxDestination {
             fields: Vec::new(),
             time_field: None,
         };
-        let config = InfluxSinkConfig::v1(
-            format!("http://{}", proxy.addr()),
-            database(isolation),
-            Payload::Json(mapping),
-        );
+        let url = format!("http://{}", proxy.addr());
+        let config = match self.v2_token().await {
+            Some(token) => {
+                if let Some(server) = self.server.lock().await.as_ref() {
+                    server.v2_bucket(&database(isolation)).await?;
+                }
+                InfluxSinkConfig::v2(
+                    url,
+                    V2_ORG,
+                    database(isolation),
+                    token,
+                    Payload::Json(mapping),
+                )
+            }
+            None => InfluxSinkConfig::v1(url, database(isolation), Payload::Json(mapping)),
+        };
         let sink = InfluxSink::new(config).map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
             sink: Box::new(sink),
@@ -164,14 +187,20 @@ impl Destination for InfluxDestination {
             }
         }
         let cardinality = self.query(&db, "SHOW SERIES").await?;
-        let series = cardinality
-            .pointer("/results/0/series/0/values")
-            .and_then(|v| v.as_array())
-            .map_or(0, Vec::len);
+        let note = match cardinality.pointer("/results/0/error") {
+            Some(e) => format!("series count not available: {e}"),
+            None => {
+                let series = cardinality
+                    .pointer("/results/0/series/0/values")
+                    .and_then(|v| v.as_array())
+                    .map_or(0, Vec::len);
+                format!("{series} series in the database")
+            }
+        };
         Ok(Readback {
             rows,
             physical_rows: None,
-            notes: vec![format!("{series} series in the database")],
+            notes: vec![note],
         })
     }
 

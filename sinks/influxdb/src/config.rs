@@ -99,4 +99,23 @@ impl InfluxSinkConfig {
             request_timeout: Duration::from_secs(30),
         }
     }
+
+    /// InfluxDB 2.x / 3.x defaults (v2 write API with a token): reject records without time.
+    /// The bucket must exist.
+    pub fn v2(
+        url: impl Into<String>,
+        org: impl Into<String>,
+        bucket: impl Into<String>,
+        token: impl Into<String>,
+        payload: Payload,
+    ) -> Self {
+        Self {
+            api: Api::V2 {
+                org: org.into(),
+                bucket: bucket.into(),
+                token: token.into(),
+            },
+            ..Self::v1(url, String::new(), payload)
+        }
+    }
 }
