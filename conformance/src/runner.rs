@@ -53,6 +53,12 @@ pub fn today() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Whether `--sink name` selects the target `target`: its full name, or the sink name before
+/// the flavour in parentheses (`delta` selects `delta (local filesystem)`).
+pub fn selects(name: &str, target: &str) -> bool {
+    name == target || target.split(" (").next() == Some(name)
+}
+
 /// A name no earlier run used: `pico-<scenario>-<nonce>`.
 pub fn isolation_name(scenario: Scenario) -> String {
     let nanos = SystemTime::now()
@@ -102,7 +108,7 @@ pub async fn run(
     let mut report = Report::new();
     for target in targets
         .iter()
-        .filter(|t| opts.targets.is_empty() || opts.targets.iter().any(|n| n == t.name()))
+        .filter(|t| opts.targets.is_empty() || opts.targets.iter().any(|n| selects(n, t.name())))
     {
         progress.provisioning(target.name());
         let (provider, dest) = match provision(target.as_ref(), opts.provider).await {

@@ -102,6 +102,13 @@ impl Scope {
         }
     }
 
+    /// Canonical text of a topic-partition, namespace included: `[ns/]topic:partition` (the key
+    /// of per-partition watermarks: Delta `txn` app ids, Iceberg snapshot properties).
+    /// Injective: the partition is read from the right.
+    pub fn partition_text(&self, topic: &str, partition: u32) -> String {
+        format!("{}:{partition}", self.qualified_topic(topic))
+    }
+
     /// Canonical text of a batch identity, namespace included. Injective.
     pub fn batch_text(&self, id: &BatchId) -> String {
         match &self.namespace {

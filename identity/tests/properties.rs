@@ -119,6 +119,13 @@ proptest! {
     }
 
     #[test]
+    fn partition_texts_are_injective(a in record_id(), b in record_id(), scope in scope()) {
+        let ta = scope.partition_text(&a.topic, a.partition);
+        let tb = scope.partition_text(&b.topic, b.partition);
+        prop_assert_eq!(ta == tb, (a.topic == b.topic && a.partition == b.partition));
+    }
+
+    #[test]
     fn record_encodings_are_injective(a in record_id(), b in record_id(), scope in scope()) {
         prop_assume!(a != b);
         for ((name, x), (_, y)) in record_encodings(&scope, &a).into_iter().zip(record_encodings(&scope, &b)) {

@@ -166,7 +166,7 @@ async fn run(
 ) -> Result<bool, String> {
     let all = targets::all();
     for name in &sinks {
-        if !all.iter().any(|t| t.name() == name) {
+        if !all.iter().any(|t| runner::selects(name, t.name())) {
             let known: Vec<&str> = all.iter().map(|t| t.name()).collect();
             return Err(format!(
                 "unknown sink {name:?}; known: {}",

@@ -6,6 +6,7 @@ mod delta;
 mod doris;
 mod elasticsearch;
 mod http;
+mod iceberg;
 mod influxdb;
 mod meilisearch;
 mod mongodb;
@@ -26,6 +27,7 @@ pub use delta::DeltaTarget;
 pub use doris::DorisTarget;
 pub use elasticsearch::ElasticsearchTarget;
 pub use http::HttpTarget;
+pub use iceberg::IcebergTarget;
 pub use influxdb::InfluxTarget;
 pub use meilisearch::MeilisearchTarget;
 pub use mongodb::MongoTarget;
@@ -48,6 +50,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(S3Target),
         Box::new(ClickHouseTarget),
         Box::new(DeltaTarget),
+        Box::new(IcebergTarget),
         Box::new(SurrealTarget),
         Box::new(ElasticsearchTarget),
         Box::new(MongoTarget),

@@ -15,7 +15,7 @@ use crate::config::DeltaSinkConfig;
 
 /// The application id of a topic-partition's `txn` actions.
 pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
-    format!("pico:{}:{partition}", scope.qualified_topic(topic))
+    format!("pico:{}", scope.partition_text(topic, partition))
 }
 
 /// Commits one batch per Delta version with its watermark; see the crate docs.

@@ -26,9 +26,11 @@ struct Seen {
 type Shared = Arc<Mutex<Seen>>;
 
 async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
     format!("http://{addr}")
 }
 
@@ -40,7 +42,7 @@ async fn redirect_keeps_credentials_and_labels_dedupe() {
             .route(
                 "/api/pico/events/_stream_load",
                 put(|State(seen): State<Shared>, headers: HeaderMap, body: String| async move {
-                    let mut s = seen.lock().unwrap();
+                    let mut s = seen.lock().expect("state lock");
                     s.auth_on_be.push(headers.contains_key(header::AUTHORIZATION));
                     let label = headers["label"].to_str().unwrap().to_owned();
                     let n = body.lines().count();
@@ -65,7 +67,7 @@ async fn redirect_keeps_credentials_and_labels_dedupe() {
                 put(move |State(seen): State<Shared>, headers: HeaderMap| {
                     let location = be_target.clone();
                     async move {
-                        seen.lock().unwrap().expect_on_fe.push(
+                        seen.lock().expect("state lock").expect_on_fe.push(
                             headers
                                 .get(header::EXPECT)
                                 .is_some_and(|v| v == "100-continue"),
@@ -96,7 +98,7 @@ async fn redirect_keeps_credentials_and_labels_dedupe() {
     assert_eq!((first.written, first.already_present), (3, 0));
     assert_eq!((again.written, again.already_present), (0, 3));
 
-    let s = seen.lock().unwrap();
+    let s = seen.lock().expect("state lock");
     assert_eq!(s.rows, 3, "the rows were loaded once");
     assert_eq!(s.auth_on_be, vec![true, true], "credentials reach the BE");
     assert_eq!(s.expect_on_fe, vec![true, true]);

@@ -193,7 +193,11 @@ pub(crate) fn json_point(
         }
     }
     let mut fields = vec![offset_field(record)?];
-    for (name, v) in obj {
+    // Sorted by name: the same record gives the same line whatever map order serde_json was
+    // built with (its `preserve_order` feature is switched on by other crates).
+    let mut entries: Vec<_> = obj.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, v) in entries {
         let chosen = if mapping.fields.is_empty() {
             !mapping.tags.contains(name) && mapping.time_field.as_ref() != Some(name)
         } else {

@@ -29,7 +29,7 @@ async fn add(
     Query(params): Query<std::collections::HashMap<String, String>>,
     Json(docs): Json<Vec<Value>>,
 ) -> (StatusCode, Json<Value>) {
-    let mut q = q.lock().unwrap();
+    let mut q = q.lock().expect("state lock");
     q.primary_keys
         .push(params.get("primaryKey").cloned().unwrap_or_default());
     q.tasks.push((docs, 0));
@@ -40,7 +40,7 @@ async fn add(
 }
 
 async fn task(State(q): State<Shared>, Path(uid): Path<usize>) -> Json<Value> {
-    let mut q = q.lock().unwrap();
+    let mut q = q.lock().expect("state lock");
     let (docs, polls) = &mut q.tasks[uid];
     *polls += 1;
     if *polls < 2 {
@@ -66,9 +66,11 @@ async fn consume_waits_for_tasks_and_isolates_a_refused_document() {
         .route("/indexes/{index}/documents", post(add))
         .route("/tasks/{uid}", get(task))
         .with_state(queue.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
 
     let mut sink = MeilisearchSink::new(MeilisearchSinkConfig::new(url, "events")).unwrap();
     let records: Vec<Record> = (0..4)
@@ -93,7 +95,7 @@ async fn consume_waits_for_tasks_and_isolates_a_refused_document() {
     assert!(records[0].reason.contains("invalid_document_fields"));
     assert_eq!(written.written, 3);
 
-    let q = queue.lock().unwrap();
+    let q = queue.lock().expect("state lock");
     assert!(
         q.tasks.iter().all(|(_, polls)| *polls >= 2),
         "every task was awaited"

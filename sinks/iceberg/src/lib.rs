@@ -1,0 +1,54 @@
+//! An Apache Iceberg sink: each batch is one fast-append snapshot whose summary carries the
+//! per-partition offset watermarks, so a replay is skipped instead of appended — with no
+//! coordinator and no side store.
+//!
+//! # Mechanism
+//! * Each batch is written as a Parquet data file and committed with a fast append whose
+//!   snapshot summary holds `pico.watermarks`: a JSON map from `[ns/]topic:partition`
+//!   ([`pico_sink::identity::Scope::partition_text`]) to the highest offset written.
+//! * Before writing, the sink loads the table and reads that map from the current snapshot,
+//!   walking back through parent snapshots past any written by other engines (compaction,
+//!   maintenance). Only offsets above the partition's watermark are written.
+//! * **Carried forward**: every snapshot the sink writes carries the whole map (all partitions,
+//!   all namespaces), not only its own partition's entry. Expiring old snapshots therefore
+//!   never loses a watermark as long as the newest snapshot written by this sink is kept —
+//!   the failure that loses offsets in connectors which keep each partition's offset only in
+//!   the snapshot that wrote it. The map grows with the number of partitions written, in every
+//!   snapshot summary.
+//! * **No rebase**: iceberg-rust's `Transaction::commit` reloads the table and re-applies an
+//!   append onto whatever is current, which would append a batch another writer already
+//!   committed. The sink commits through a catalog view that pins the table it read the
+//!   watermark from, so the append carries a requirement on that snapshot; if anything
+//!   committed in between, the catalog refuses with a conflict and the sink starts over:
+//!   reload, re-read the watermark, write only what is still missing (new data file), commit.
+//!   The data file of a refused attempt is left unreferenced (remove it with the usual
+//!   orphan-file maintenance).
+//! * Concurrent writers of different partitions conflict on the catalog pointer and retry;
+//!   two writers of one partition (a zombie) cannot both commit the same offsets.
+//!
+//! # Premise
+//! Offsets at or below a partition's watermark are taken as written, which holds for an
+//! at-least-once runtime (it commits an offset only after `consume` returned).
+//!
+//! # Catalogs
+//! [`IcebergSink::sqlite`] opens the SQL catalog on a SQLite file with a warehouse on the local
+//! filesystem; [`IcebergSink::with_catalog`] takes any [`iceberg::Catalog`] (REST, Glue, …) —
+//! the pinned-table view works with any catalog that checks commit requirements. The table is
+//! created when missing with the columns `pico_topic`, `pico_partition`, `pico_offset`,
+//! `key`, `value` (binary: any payload), `headers` (JSON text), `timestamp_ms`; offsets above
+//! `i64::MAX` are rejected (Iceberg `long`).
+
+mod catalog;
+mod config;
+mod readback;
+mod rows;
+mod sink;
+mod watermark;
+
+pub use catalog::sqlite_catalog;
+pub use config::IcebergSinkConfig;
+pub use iceberg::{Catalog, TableIdent};
+pub use readback::{StoredRow, TableContents, read_table};
+pub use rows::{COLUMNS, table_schema};
+pub use sink::IcebergSink;
+pub use watermark::{WATERMARK_PROPERTY, watermarks};
