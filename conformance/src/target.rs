@@ -54,6 +54,17 @@ pub struct Readback {
     pub notes: Vec<String>,
 }
 
+impl Readback {
+    /// Visible rows only, nothing else to say.
+    pub fn of_rows(rows: Vec<ReadRow>) -> Self {
+        Self {
+            rows,
+            physical_rows: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// FNV-1a 64 of a value, for comparing what was sent with what is stored.
 pub fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {

@@ -122,7 +122,7 @@ proptest! {
     fn partition_texts_are_injective(a in record_id(), b in record_id(), scope in scope()) {
         let ta = scope.partition_text(&a.topic, a.partition);
         let tb = scope.partition_text(&b.topic, b.partition);
-        prop_assert_eq!(ta == tb, (a.topic == b.topic && a.partition == b.partition));
+        prop_assert_eq!(ta == tb, a.topic == b.topic && a.partition == b.partition);
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! `pico-bench s3|clickhouse|influxdb [--reps N]`: the same records, against a plain PutObject
 //! of the same bytes, the same INSERT without the watermark query, and plain line protocol.
 //!
+//! `pico-bench delta|iceberg [--reps N]`: the sink's first write and replay against a plain
+//! append of the same rows to the same table format (no watermark, no txn or snapshot
+//! property), then commits and data files per 100 000 records written through the sink.
+//!
 //! `pico-bench postgres [--reps N]`: 1 KiB JSON records, batches of 1 000 and 10 000: the sink's
 //! first write, a replay of the same batch, and raw binary `COPY` into an UNLOGGED table of the
 //! same shape; then, on replays, COPY staging versus one unnest upsert per batch size (the
@@ -460,6 +464,176 @@ async fn influxdb(reps: usize) -> Result<(), String> {
     server.stop().await
 }
 
+/// Files named `*.{ext}` under `dir`, recursively.
+fn count_files(dir: &std::path::Path, ext: &str) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .map(|p| {
+            if p.is_dir() {
+                count_files(&p, ext)
+            } else {
+                usize::from(p.extension().is_some_and(|x| x == ext))
+            }
+        })
+        .sum()
+}
+
+/// Which lakehouse format a run measures.
+#[derive(Clone, Copy)]
+enum Lakehouse {
+    Delta,
+    Iceberg,
+}
+
+/// A lakehouse sink writing table `name` under `dir`.
+async fn lakehouse_sink(
+    format: Lakehouse,
+    dir: &std::path::Path,
+    name: &str,
+) -> Result<LakehouseSink, String> {
+    Ok(match format {
+        Lakehouse::Delta => LakehouseSink::Delta(pico_sink_delta::DeltaSink::new(
+            pico_sink_delta::DeltaSinkConfig::new(dir.join(name).display().to_string()),
+        )),
+        Lakehouse::Iceberg => LakehouseSink::Iceberg(
+            pico_sink_iceberg::IcebergSink::sqlite(
+                &dir.join("catalog.db").display().to_string(),
+                &dir.join("warehouse").display().to_string(),
+                pico_sink_iceberg::IcebergSinkConfig::new("bench", name),
+            )
+            .await
+            .map_err(|e| e.to_string())?,
+        ),
+    })
+}
+
+enum LakehouseSink {
+    Delta(pico_sink_delta::DeltaSink),
+    Iceberg(pico_sink_iceberg::IcebergSink),
+}
+
+impl LakehouseSink {
+    fn sink(&mut self) -> &mut dyn Sink {
+        match self {
+            LakehouseSink::Delta(s) => s,
+            LakehouseSink::Iceberg(s) => s,
+        }
+    }
+
+    async fn append_unguarded(&mut self, b: &Batch) -> Result<(), String> {
+        match self {
+            LakehouseSink::Delta(s) => s.append_unguarded(b).await,
+            LakehouseSink::Iceberg(s) => s.append_unguarded(b).await,
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// (commits, data files) of the table.
+    async fn stats(&self, dir: &std::path::Path, name: &str) -> Result<(usize, usize), String> {
+        match self {
+            // Every commit is one JSON log entry; the first one creates the table.
+            LakehouseSink::Delta(_) => {
+                let table = dir.join(name);
+                let log = table.join("_delta_log");
+                // Checkpoints are parquet files too, inside the log.
+                Ok((
+                    count_files(&log, "json").saturating_sub(1),
+                    count_files(&table, "parquet") - count_files(&log, "parquet"),
+                ))
+            }
+            LakehouseSink::Iceberg(s) => {
+                pico_sink_iceberg::table_stats(s.catalog().as_ref(), s.table_ident()).await
+            }
+        }
+    }
+}
+
+/// Delta or Iceberg: first write and replay through the sink against a plain append of the
+/// same rows to the same format (no watermark read, no txn / snapshot property), then commits
+/// and files per 100 000 records written through the sink.
+async fn lakehouse(format: Lakehouse, reps: usize) -> Result<(), String> {
+    let title = match format {
+        Lakehouse::Delta => "Delta Lake (delta-rs 1.1.2, local filesystem)",
+        Lakehouse::Iceberg => {
+            "Iceberg (iceberg-rust 0.10.1, SQL catalog on SQLite, local warehouse)"
+        }
+    };
+    table_header(&format!(
+        "{title} — one commit per batch; raw = plain append of the same rows, same format"
+    ));
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    for size in [1_000u64, 10_000] {
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for rep in 0..reps {
+            let b = batch(rep as u32, 0, size);
+            bytes = b.records().iter().map(|r| r.value.len() as u64).sum();
+            let mut plain =
+                lakehouse_sink(format, dir.path(), &format!("raw_{size}_{rep}")).await?;
+            plain.sink().open().await.map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            plain.append_unguarded(&b).await?;
+            raw.push(started.elapsed());
+            let mut sink =
+                lakehouse_sink(format, dir.path(), &format!("sink_{size}_{rep}")).await?;
+            let s = sink.sink();
+            s.open().await.map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            s.consume(&b).await.map_err(|e| e.to_string())?;
+            first.push(started.elapsed());
+            let started = Instant::now();
+            s.consume(&b).await.map_err(|e| e.to_string())?;
+            replay.push(started.elapsed());
+        }
+        print_rows(
+            size,
+            bytes,
+            median(raw),
+            median(first),
+            median(replay),
+            "plain append",
+        );
+    }
+    println!(
+        "\n| batch | records written | commits | data files | per 100 000 records: commits, files | sink records/s | plain append records/s | ratio |"
+    );
+    println!("|---:|---:|---:|---:|---|---:|---:|---:|");
+    for size in [1_000u64, 10_000] {
+        let total = 100_000u64;
+        let name = format!("volume_{size}");
+        let mut sink = lakehouse_sink(format, dir.path(), &name).await?;
+        sink.sink().open().await.map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        for first in (0..total).step_by(size as usize) {
+            sink.sink()
+                .consume(&batch(0, first, size))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let elapsed = started.elapsed();
+        let mut plain = lakehouse_sink(format, dir.path(), &format!("volume_raw_{size}")).await?;
+        plain.sink().open().await.map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        for first in (0..total).step_by(size as usize) {
+            plain.append_unguarded(&batch(0, first, size)).await?;
+        }
+        let raw = started.elapsed();
+        let (commits, files) = sink.stats(dir.path(), &name).await?;
+        println!(
+            "| {size} | {total} | {commits} | {files} | {}, {} | {:.0} | {:.0} | {:.2} |",
+            commits as u64 * 100_000 / total,
+            files as u64 * 100_000 / total,
+            rate(total, elapsed),
+            rate(total, raw),
+            raw.as_secs_f64() / elapsed.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let reps = args
@@ -480,7 +654,11 @@ fn main() -> std::process::ExitCode {
         Some("s3") => rt.block_on(s3(reps)),
         Some("clickhouse") => rt.block_on(clickhouse(reps)),
         Some("influxdb") => rt.block_on(influxdb(reps)),
-        _ => Err("usage: pico-bench postgres|s3|clickhouse|influxdb [--reps N]".into()),
+        Some("delta") => rt.block_on(lakehouse(Lakehouse::Delta, reps)),
+        Some("iceberg") => rt.block_on(lakehouse(Lakehouse::Iceberg, reps)),
+        _ => {
+            Err("usage: pico-bench postgres|s3|clickhouse|influxdb|delta|iceberg [--reps N]".into())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -12,7 +12,10 @@ use pico_sink_doris::{DorisSink, DorisSinkConfig};
 
 use crate::provider::ProviderKind;
 use crate::servers::container::{ContainerSpec, Hosted, provide, start, wait_http};
-use crate::target::{Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum};
+use crate::target::{
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
+};
+use crate::targets::hosted::{HostedDestination, HostedStore};
 
 const DATABASE: &str = "pico";
 const FE_SERVERS: &str = "fe1:127.0.0.1:9010";
@@ -79,13 +82,14 @@ impl Target for DorisTarget {
             .await
             .map(|v| v.to_string())
             .unwrap_or_else(|e| format!("unknown ({e})"));
-        Ok(Box::new(DorisDestination {
+        Ok(Box::new(HostedDestination {
             hosted: Hosted::new(fe_url, containers),
-            load_url,
             info: ServerInfo {
                 name: "Apache Doris".into(),
                 version,
             },
+            form: PayloadForm::Exact,
+            store: Doris { load_url },
         }))
     }
 }
@@ -107,31 +111,22 @@ fn config(fe_url: &str, load_url: Option<String>, table: &str) -> DorisSinkConfi
     c
 }
 
-struct DorisDestination {
-    hosted: Hosted,
+struct Doris {
     load_url: Option<String>,
-    info: ServerInfo,
 }
 
 #[async_trait]
-impl Destination for DorisDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl HostedStore for Doris {
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"_stream_load"
     }
 
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"_stream_load".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
         // The proxy stands where the loads go: the BE when known, else the FE.
-        let upstream = self
-            .load_url
-            .clone()
-            .unwrap_or_else(|| self.hosted.url.clone());
-        let (proxied, proxy) = self.hosted.proxied(&upstream, "http").await?;
+        let upstream = self.load_url.clone().unwrap_or_else(|| hosted.url.clone());
+        let (proxied, proxy) = hosted.proxied(&upstream, "http").await?;
         let (fe, load) = match &self.load_url {
-            Some(_) => (self.hosted.url.clone(), Some(proxied)),
+            Some(_) => (hosted.url.clone(), Some(proxied)),
             None => (proxied, None),
         };
         let sink =
@@ -142,10 +137,9 @@ impl Destination for DorisDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
         let t = table(isolation);
-        let admin =
-            DorisSink::new(config(&self.hosted.url, None, &t)).map_err(|e| e.to_string())?;
+        let admin = DorisSink::new(config(&hosted.url, None, &t)).map_err(|e| e.to_string())?;
         let data = admin
             .sql(
                 DATABASE,
@@ -183,14 +177,6 @@ impl Destination for DorisDestination {
                 })
             })
             .collect::<Result<_, String>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.hosted.stop().await
+        Ok(Readback::of_rows(rows))
     }
 }

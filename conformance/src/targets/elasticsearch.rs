@@ -10,7 +10,7 @@ use pico_sink_elasticsearch::{ElasticsearchSink, ElasticsearchSinkConfig};
 use crate::provider::ProviderKind;
 use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
 use crate::target::{Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target};
-use crate::targets::row_from_document;
+use crate::targets::hosted::{HostedDestination, HostedStore, rows_from_hits};
 
 /// The Elasticsearch sink.
 pub struct ElasticsearchTarget;
@@ -56,37 +56,28 @@ impl Target for ElasticsearchTarget {
             .as_str()
             .unwrap_or("unknown")
             .to_owned();
-        Ok(Box::new(EsDestination {
+        Ok(Box::new(HostedDestination {
             hosted: Hosted::new(url, container.into_iter().collect()),
             info: ServerInfo {
                 name: "Elasticsearch".into(),
                 version,
             },
+            form: PayloadForm::Json,
+            store: Es,
         }))
     }
 }
 
-struct EsDestination {
-    hosted: Hosted,
-    info: ServerInfo,
-}
+struct Es;
 
 #[async_trait]
-impl Destination for EsDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl HostedStore for Es {
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"/_bulk"
     }
 
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
-
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"/_bulk".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = self.hosted.proxied(&self.hosted.url, "http").await?;
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
         let sink = ElasticsearchSink::new(ElasticsearchSinkConfig::new(url, isolation))
             .map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
@@ -95,9 +86,9 @@ impl Destination for EsDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
         let client = reqwest::Client::new();
-        let base = &self.hosted.url;
+        let base = &hosted.url;
         let refresh = client
             .post(format!("{base}/{isolation}/_refresh"))
             .send()
@@ -115,21 +106,6 @@ impl Destination for EsDestination {
             .json()
             .await
             .map_err(|e| e.to_string())?;
-        let hits = answer["hits"]["hits"]
-            .as_array()
-            .ok_or_else(|| format!("unexpected search answer: {answer}"))?;
-        let rows = hits
-            .iter()
-            .map(|h| row_from_document(h["_source"].clone()))
-            .collect::<Result<_, _>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.hosted.stop().await
+        rows_from_hits(&answer)
     }
 }

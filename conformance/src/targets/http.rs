@@ -136,11 +136,7 @@ impl Destination for HttpDestination {
             .iter()
             .map(row_from_envelope)
             .collect::<Result<_, _>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
+        Ok(Readback::of_rows(rows))
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {

@@ -10,6 +10,7 @@ use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 use crate::provider::ProviderKind;
 use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
 use crate::target::{Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target};
+use crate::targets::hosted::{HostedDestination, HostedStore};
 use crate::targets::row_from_document;
 
 /// The master key of the container the docker provider starts.
@@ -52,39 +53,33 @@ impl Target for MeilisearchTarget {
             |s, _| s == 200,
         )
         .await?;
-        let destination = MeiliDestination {
-            hosted: Hosted::new(url, container.into_iter().collect()),
-            key,
-            info: ServerInfo {
-                name: "Meilisearch".into(),
-                version: String::new(),
-            },
-        };
-        let version = destination
-            .get("version")
+        let hosted = Hosted::new(url, container.into_iter().collect());
+        let store = Meili { key };
+        let version = store
+            .get(&hosted, "version")
             .await
             .map(|v| v["pkgVersion"].as_str().unwrap_or("unknown").to_owned())
             .unwrap_or_else(|e| format!("unknown ({e})"));
-        Ok(Box::new(MeiliDestination {
+        Ok(Box::new(HostedDestination {
+            hosted,
             info: ServerInfo {
                 name: "Meilisearch".into(),
                 version,
             },
-            ..destination
+            form: PayloadForm::Json,
+            store,
         }))
     }
 }
 
-struct MeiliDestination {
-    hosted: Hosted,
+struct Meili {
     key: Option<String>,
-    info: ServerInfo,
 }
 
-impl MeiliDestination {
+impl Meili {
     /// GET a path; `Ok(Null)` for 404.
-    async fn get(&self, path: &str) -> Result<serde_json::Value, String> {
-        let mut request = reqwest::Client::new().get(format!("{}/{path}", self.hosted.url));
+    async fn get(&self, hosted: &Hosted, path: &str) -> Result<serde_json::Value, String> {
+        let mut request = reqwest::Client::new().get(format!("{}/{path}", hosted.url));
         if let Some(key) = &self.key {
             request = request.bearer_auth(key);
         }
@@ -100,21 +95,13 @@ impl MeiliDestination {
 }
 
 #[async_trait]
-impl Destination for MeiliDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl HostedStore for Meili {
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"POST /indexes/"
     }
 
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
-
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"POST /indexes/".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = self.hosted.proxied(&self.hosted.url, "http").await?;
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
         let mut config = MeilisearchSinkConfig::new(url, isolation);
         config.api_key = self.key.clone();
         let sink = MeilisearchSink::new(config).map_err(|e| e.to_string())?;
@@ -124,9 +111,12 @@ impl Destination for MeiliDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
         let answer = self
-            .get(&format!("indexes/{isolation}/documents?limit=100000"))
+            .get(
+                hosted,
+                &format!("indexes/{isolation}/documents?limit=100000"),
+            )
             .await?;
         let rows = match answer["results"].as_array() {
             Some(docs) => docs
@@ -135,14 +125,6 @@ impl Destination for MeiliDestination {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.hosted.stop().await
+        Ok(Readback::of_rows(rows))
     }
 }

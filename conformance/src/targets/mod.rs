@@ -5,6 +5,7 @@ mod clickhouse;
 mod delta;
 mod doris;
 mod elasticsearch;
+mod hosted;
 mod http;
 mod iceberg;
 mod influxdb;

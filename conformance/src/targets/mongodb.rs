@@ -13,6 +13,7 @@ use pico_sink_mongodb::{MongoSink, MongoSinkConfig};
 use crate::provider::ProviderKind;
 use crate::servers::container::{ContainerSpec, Hosted, provide};
 use crate::target::{Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target};
+use crate::targets::hosted::{HostedDestination, HostedStore};
 use crate::targets::row_from_document;
 
 const DATABASE: &str = "pico";
@@ -55,39 +56,30 @@ impl Target for MongoTarget {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         let version = info.ok_or_else(|| format!("MongoDB at {url} never answered: {last}"))?;
-        Ok(Box::new(MongoDestination {
+        Ok(Box::new(HostedDestination {
             hosted: Hosted::new(url, container.into_iter().collect()),
-            client,
             info: ServerInfo {
                 name: "MongoDB".into(),
                 version,
             },
+            form: PayloadForm::Json,
+            store: Mongo { client },
         }))
     }
 }
 
-struct MongoDestination {
-    hosted: Hosted,
+struct Mongo {
     client: Client,
-    info: ServerInfo,
 }
 
 #[async_trait]
-impl Destination for MongoDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl HostedStore for Mongo {
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"update\0"
     }
 
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
-
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"update\0".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = self.hosted.proxied(&self.hosted.url, "mongodb").await?;
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = hosted.proxied(&hosted.url, "mongodb").await?;
         let uri = format!("{url}/?directConnection=true&serverSelectionTimeoutMS=3000");
         let config = MongoSinkConfig::new(uri, DATABASE, isolation);
         Ok(SinkUnderTest {
@@ -96,7 +88,7 @@ impl Destination for MongoDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, _: &Hosted, isolation: &str) -> Result<Readback, String> {
         let documents: Vec<Document> = self
             .client
             .database(DATABASE)
@@ -111,14 +103,6 @@ impl Destination for MongoDestination {
             .into_iter()
             .map(|d| row_from_document(Bson::Document(d).into_relaxed_extjson()))
             .collect::<Result<_, _>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.hosted.stop().await
+        Ok(Readback::of_rows(rows))
     }
 }

@@ -124,11 +124,7 @@ impl Destination for PgDestination {
                 }
             })
             .collect();
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
+        Ok(Readback::of_rows(rows))
     }
 
     async fn shutdown(mut self: Box<Self>) -> Result<(), String> {

@@ -10,7 +10,7 @@ use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 use crate::provider::ProviderKind;
 use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
 use crate::target::{Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target};
-use crate::targets::row_from_document;
+use crate::targets::hosted::{HostedDestination, HostedStore, rows_from_hits};
 
 /// The Quickwit sink.
 pub struct QuickwitTarget;
@@ -57,37 +57,28 @@ impl Target for QuickwitTarget {
                 .unwrap_or_else(|| "unknown".into()),
             Err(e) => format!("unknown ({e})"),
         };
-        Ok(Box::new(QwDestination {
+        Ok(Box::new(HostedDestination {
             hosted: Hosted::new(url, container.into_iter().collect()),
             info: ServerInfo {
                 name: "Quickwit".into(),
                 version,
             },
+            form: PayloadForm::Json,
+            store: Qw,
         }))
     }
 }
 
-struct QwDestination {
-    hosted: Hosted,
-    info: ServerInfo,
-}
+struct Qw;
 
 #[async_trait]
-impl Destination for QwDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl HostedStore for Qw {
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"/ingest"
     }
 
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
-
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"/ingest".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = self.hosted.proxied(&self.hosted.url, "http").await?;
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
         let mut config = QuickwitSinkConfig::new(url, isolation);
         config.commit_timeout_secs = 1;
         let sink = QuickwitSink::new(config).map_err(|e| e.to_string())?;
@@ -97,11 +88,11 @@ impl Destination for QwDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
         let response = reqwest::Client::new()
             .post(format!(
                 "{}/api/v1/_elastic/{isolation}/_search",
-                self.hosted.url
+                hosted.url
             ))
             .json(&serde_json::json!({"size": 10000, "query": {"match_all": {}}}))
             .send()
@@ -111,21 +102,6 @@ impl Destination for QwDestination {
             return Ok(Readback::default());
         }
         let answer: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
-        let hits = answer["hits"]["hits"]
-            .as_array()
-            .ok_or_else(|| format!("unexpected search answer: {answer}"))?;
-        let rows = hits
-            .iter()
-            .map(|h| row_from_document(h["_source"].clone()))
-            .collect::<Result<_, _>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.hosted.stop().await
+        rows_from_hits(&answer)
     }
 }

@@ -140,11 +140,7 @@ impl Destination for Terminal {
                     .and_then(|env| row_from_envelope(&env))
             })
             .collect::<Result<_, _>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
+        Ok(Readback::of_rows(rows))
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {

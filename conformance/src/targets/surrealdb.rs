@@ -1,5 +1,6 @@
 //! The SurrealDB sink against the real SurrealDB engine: embedded (`mem://`, in-process) here,
-//! a server named by `PICO_SURREALDB_URL` (ws://…, root/root unless `PICO_SURREALDB_USER` /
+//! the pinned official image through the docker provider (ws, root/root), or a server named by
+//! `PICO_SURREALDB_URL` (ws://…, root/root unless `PICO_SURREALDB_USER` /
 //! `PICO_SURREALDB_PASS`) elsewhere. Sink instances share one client, as processes would share a
 //! server; there is no network path in-process, so lost-ack and outage are not applicable.
 
@@ -11,6 +12,7 @@ use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
 use crate::provider::{ProviderKind, external_url};
+use crate::servers::container::{ContainerSpec, Hosted, start, wait_http};
 use crate::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
@@ -28,10 +30,34 @@ impl Target for SurrealTarget {
         "pico-sink-surrealdb"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![ProviderKind::External, ProviderKind::Embedded]
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Embedded,
+        ]
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let mut container = None;
         let (url, credentials) = match provider {
+            ProviderKind::Docker => {
+                let started = start(&ContainerSpec {
+                    service: "surrealdb",
+                    port: 8000,
+                    cmd: vec!["start", "--user", "root", "--pass", "root", "memory"],
+                    ..ContainerSpec::default()
+                })
+                .await?;
+                let url = format!("ws://{}", started.address);
+                wait_http(
+                    &format!("http://{}/health", started.address),
+                    std::time::Duration::from_secs(120),
+                    &[],
+                    |s, _| s == 200,
+                )
+                .await?;
+                container = Some(Hosted::new(url.clone(), vec![started.container]));
+                (url, Some(("root".to_owned(), "root".to_owned())))
+            }
             ProviderKind::External => (
                 external_url("surrealdb")?,
                 Some((
@@ -60,6 +86,7 @@ impl Target for SurrealTarget {
             .unwrap_or_else(|e| format!("unknown ({e})"));
         Ok(Box::new(SurrealDestination {
             db,
+            container,
             url,
             info: ServerInfo {
                 name: "SurrealDB".into(),
@@ -75,6 +102,8 @@ impl Target for SurrealTarget {
 
 struct SurrealDestination {
     db: Surreal<Any>,
+    /// The docker provider's container.
+    container: Option<Hosted>,
     url: String,
     info: ServerInfo,
 }
@@ -146,14 +175,13 @@ impl Destination for SurrealDestination {
                 })
             })
             .collect::<Result<_, String>>()?;
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: Vec::new(),
-        })
+        Ok(Readback::of_rows(rows))
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        Ok(())
+        match &self.container {
+            Some(hosted) => hosted.stop().await,
+            None => Ok(()),
+        }
     }
 }

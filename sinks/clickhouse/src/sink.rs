@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Payload, Record, RejectedRecord, Sink, SinkError,
-    WriteReport,
+    Attempt, Batch, Claim, Description, EnvelopeHeader, Isolator, Record, RejectedRecord, Sink,
+    SinkError, WriteReport,
 };
 use tracing::debug;
 
@@ -278,15 +278,8 @@ impl ClickHouseSink {
             out.push(b'\t');
             escape(&r.value, &mut out);
             out.push(b'\t');
-            let headers: Vec<serde_json::Value> = r
-                .headers
-                .iter()
-                .map(
-                    |h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)}),
-                )
-                .collect();
             escape(
-                serde_json::to_string(&headers)
+                serde_json::to_string(&EnvelopeHeader::all_of(&r.headers))
                     .unwrap_or_default()
                     .as_bytes(),
                 &mut out,

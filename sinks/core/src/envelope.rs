@@ -84,6 +84,28 @@ pub struct EnvelopeHeader {
     pub value: Payload,
 }
 
+impl EnvelopeHeader {
+    /// The envelope form of every header: `[{"name": …, "value": {json|text|base64: …}}]`.
+    pub fn all_of(headers: &[Header]) -> Vec<EnvelopeHeader> {
+        headers
+            .iter()
+            .map(|h| EnvelopeHeader {
+                name: h.name.clone(),
+                value: Payload::from_bytes(&h.value),
+            })
+            .collect()
+    }
+
+    /// The envelope form of `headers` as JSON text, `None` when there are none (what table
+    /// destinations store in their `headers` column).
+    pub fn json_text(headers: &[Header]) -> Option<String> {
+        if headers.is_empty() {
+            return None;
+        }
+        serde_json::to_string(&Self::all_of(headers)).ok()
+    }
+}
+
 /// One record as a JSON object with its identity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -132,14 +154,7 @@ impl Envelope {
             pico_offset: record.id.offset,
             key: record.key.as_deref().map(Payload::from_bytes),
             value: Payload::from_bytes(&record.value),
-            headers: record
-                .headers
-                .iter()
-                .map(|h| EnvelopeHeader {
-                    name: h.name.clone(),
-                    value: Payload::from_bytes(&h.value),
-                })
-                .collect(),
+            headers: EnvelopeHeader::all_of(&record.headers),
             timestamp_ms: record.timestamp_ms,
         }
     }

@@ -28,7 +28,7 @@ pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
 pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
-pub use envelope::{Envelope, EnvelopeError, Payload};
+pub use envelope::{Envelope, EnvelopeError, EnvelopeHeader, Payload};
 pub use error::{RejectedRecord, SinkError, convert_records, error_chain};
 pub use isolate::{Attempt, Isolator};
 pub use mapping::{MappedColumn, extract_mapped};

@@ -7,7 +7,7 @@ use deltalake::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::kernel::{DataType as DeltaType, PrimitiveType, StructField};
 use pico_sink::identity::Scope;
-use pico_sink::{Payload, Record};
+use pico_sink::{EnvelopeHeader, Record};
 
 /// The Delta columns.
 pub(crate) fn delta_columns() -> Vec<StructField> {
@@ -56,16 +56,7 @@ pub(crate) fn to_arrow(scope: &Scope, records: &[Record]) -> Result<RecordBatch,
     let values: BinaryArray = records.iter().map(|r| Some(r.value.as_ref())).collect();
     let headers: StringArray = records
         .iter()
-        .map(|r| {
-            (!r.headers.is_empty()).then(|| {
-                let list: Vec<serde_json::Value> = r
-                    .headers
-                    .iter()
-                    .map(|h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)}))
-                    .collect();
-                serde_json::Value::Array(list).to_string()
-            })
-        })
+        .map(|r| EnvelopeHeader::json_text(&r.headers))
         .collect();
     let ts: Int64Array = records.iter().map(|r| r.timestamp_ms).collect();
     let columns: Vec<ArrayRef> = vec![

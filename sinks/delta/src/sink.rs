@@ -73,6 +73,27 @@ impl DeltaSink {
         }
     }
 
+    /// Appends every record of `batch` in one plain commit with no watermark read and no `txn`
+    /// action: the plain append of the same rows that benchmarks compare the sink with. A
+    /// replay through it duplicates; do not use it to deliver.
+    pub async fn append_unguarded(&mut self, batch: &Batch) -> Result<(), SinkError> {
+        let scope = self.config.scope.clone();
+        let table = self.table().await?;
+        let rows = to_arrow(&scope, batch.records())
+            .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
+        let mut writer =
+            RecordBatchWriter::for_table(table).map_err(|e| error(e, "creating the writer"))?;
+        writer
+            .write(rows)
+            .await
+            .map_err(|e| error(e, "writing data files"))?;
+        writer
+            .flush_and_commit(table)
+            .await
+            .map(|_| ())
+            .map_err(|e| error(e, "committing"))
+    }
+
     async fn table(&mut self) -> Result<&mut DeltaTable, SinkError> {
         if self.table.is_none() {
             let url = table_url(&self.config.location)?;

@@ -1,7 +1,7 @@
 //! The Stream Load body (JSON lines, one row per record) and what an answer means.
 
 use pico_sink::identity::Scope;
-use pico_sink::{Payload, Record};
+use pico_sink::{EnvelopeHeader, Record};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -15,16 +15,7 @@ fn text<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
 pub(crate) fn row(scope: &Scope, record: &Record) -> Result<String, String> {
     let value = text(&record.value, "value")?;
     let key = record.key.as_deref().map(|k| text(k, "key")).transpose()?;
-    let headers = if record.headers.is_empty() {
-        None
-    } else {
-        let list: Vec<_> = record
-            .headers
-            .iter()
-            .map(|h| json!({"name": h.name, "value": Payload::from_bytes(&h.value)}))
-            .collect();
-        Some(serde_json::to_string(&list).map_err(|e| format!("headers: {e}"))?)
-    };
+    let headers = EnvelopeHeader::json_text(&record.headers);
     let row = json!({
         "pico_topic": scope.qualified_topic(&record.id.topic),
         "pico_partition": record.id.partition,

@@ -48,7 +48,7 @@ mod watermark;
 pub use catalog::sqlite_catalog;
 pub use config::IcebergSinkConfig;
 pub use iceberg::{Catalog, TableIdent};
-pub use readback::{StoredRow, TableContents, read_table};
+pub use readback::{StoredRow, TableContents, read_table, table_stats};
 pub use rows::{COLUMNS, table_schema};
 pub use sink::IcebergSink;
 pub use watermark::{WATERMARK_PROPERTY, watermarks};

@@ -37,6 +37,35 @@ fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, S
         .ok_or_else(|| format!("column {name} missing or of another type"))
 }
 
+/// Snapshots in the metadata and data files in the current snapshot of `ident`, without
+/// reading any data.
+pub async fn table_stats(
+    catalog: &dyn Catalog,
+    ident: &TableIdent,
+) -> Result<(usize, usize), String> {
+    let table = catalog
+        .load_table(ident)
+        .await
+        .map_err(|e| format!("loading {ident}: {e}"))?;
+    let snapshots = table.metadata().snapshots().count();
+    if table.metadata().current_snapshot().is_none() {
+        return Ok((snapshots, 0));
+    }
+    let files = table
+        .scan()
+        .select_all()
+        .build()
+        .map_err(|e| format!("scan: {e}"))?
+        .plan_files()
+        .await
+        .map_err(|e| format!("planning: {e}"))?
+        .try_collect::<Vec<_>>()
+        .await
+        .map_err(|e| format!("planning: {e}"))?
+        .len();
+    Ok((snapshots, files))
+}
+
 /// Scans the current snapshot of `ident`.
 pub async fn read_table(
     catalog: &dyn Catalog,

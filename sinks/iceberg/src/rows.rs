@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use pico_sink::identity::Scope;
-use pico_sink::{Payload, Record};
+use pico_sink::{EnvelopeHeader, Record};
 
 /// Column names, in schema order.
 pub const COLUMNS: [&str; 7] = [
@@ -69,16 +69,7 @@ pub(crate) fn to_arrow(
     let values: LargeBinaryArray = records.iter().map(|r| Some(r.value.as_ref())).collect();
     let headers: StringArray = records
         .iter()
-        .map(|r| {
-            (!r.headers.is_empty()).then(|| {
-                let list: Vec<_> = r
-                    .headers
-                    .iter()
-                    .map(|h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)}))
-                    .collect();
-                serde_json::Value::Array(list).to_string()
-            })
-        })
+        .map(|r| EnvelopeHeader::json_text(&r.headers))
         .collect();
     let timestamps: Int64Array = records.iter().map(|r| r.timestamp_ms).collect();
     let columns: Vec<ArrayRef> = vec![

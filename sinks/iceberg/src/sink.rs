@@ -85,6 +85,25 @@ impl IcebergSink {
         &self.ident
     }
 
+    /// Appends every record of `batch` as one snapshot with no watermark read or written and
+    /// no pinning: the plain append of the same rows that benchmarks compare the sink with. A
+    /// replay through it duplicates; do not use it to deliver.
+    pub async fn append_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
+        let table = self.load().await?;
+        let records: Vec<&Record> = batch.records().iter().collect();
+        let files = self.write_file(&table, &records).await?;
+        let tx = Transaction::new(&table);
+        let tx = tx
+            .fast_append()
+            .add_data_files(files)
+            .apply(tx)
+            .map_err(|e| classify(&e, "preparing the append"))?;
+        tx.commit(self.catalog.as_ref())
+            .await
+            .map(|_| ())
+            .map_err(|e| classify(&e, &format!("committing to {}", self.ident)))
+    }
+
     async fn load(&self) -> Result<Table, SinkError> {
         self.catalog
             .load_table(&self.ident)

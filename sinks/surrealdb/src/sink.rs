@@ -2,7 +2,10 @@
 
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
-use pico_sink::{Batch, Claim, Description, Payload, RejectedRecord, Sink, SinkError, WriteReport};
+use pico_sink::{
+    Batch, Claim, Description, EnvelopeHeader, Payload, RejectedRecord, Sink, SinkError,
+    WriteReport,
+};
 use serde::{Deserialize, Serialize};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
@@ -143,7 +146,7 @@ impl Sink for SurrealSink {
                 "pico_offset": offset,
                 "key": r.key.as_deref().map(Payload::from_bytes),
                 "value": Payload::from_bytes(&r.value),
-                "headers": r.headers.iter().map(|h| serde_json::json!({"name": h.name, "value": Payload::from_bytes(&h.value)})).collect::<Vec<_>>(),
+                "headers": EnvelopeHeader::all_of(&r.headers),
                 "timestamp_ms": r.timestamp_ms,
             }));
         }
