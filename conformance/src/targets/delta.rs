@@ -1,14 +1,22 @@
-//! The Delta Lake sink, embedded: the real delta-rs library on a temp directory. Read back from
-//! the table's current snapshot: every data file it references, read with the parquet reader.
-//! There is no network path in-process, so lost-ack and outage are not applicable here.
+//! The Delta Lake sink with the real delta-rs library, on a local temp directory (embedded; no
+//! network path, so lost-ack and outage are not applicable) or on S3 (SeaweedFS natively, MinIO
+//! through docker, or `PICO_S3_URL`), with the fault proxy cutting the answer to the PUT of a
+//! log entry. Read back from the table's current snapshot: every data file it references,
+//! fetched through the table's object store and read with the parquet reader.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use deltalake::arrow::array::{Array, BinaryArray, Int64Array, StringArray};
+use deltalake::logstore::object_store::ObjectStoreExt;
 use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pico_sink::identity::RecordId;
 use pico_sink_delta::{DeltaSink, DeltaSinkConfig};
+use std::collections::HashMap;
+use tokio::sync::Mutex;
+
+use crate::proxy::{FaultProxies, FaultProxy};
+use crate::servers::s3::S3Server;
 
 use crate::provider::ProviderKind;
 use crate::target::{Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum};
@@ -32,17 +40,107 @@ impl Target for DeltaTarget {
             .prefix("pico-delta-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        Ok(Box::new(DeltaDestination { dir: Arc::new(dir) }))
+        Ok(Box::new(DeltaDestination {
+            store: Store::Local(Arc::new(dir)),
+        }))
     }
 }
 
+/// The Delta Lake sink on an S3-compatible store.
+pub struct DeltaS3Target;
+
+/// The bucket every scenario's table lives in (one table per scenario, under its own prefix).
+const BUCKET: &str = "pico-delta";
+
+#[async_trait]
+impl Target for DeltaS3Target {
+    fn name(&self) -> &'static str {
+        "delta (S3)"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-delta"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = S3Server::provide(provider).await?;
+        let client = super::s3::client(&server.endpoint, &server.access_key, &server.secret_key);
+        let created = client.create_bucket().bucket(BUCKET).send().await;
+        if let Err(e) = created {
+            let text = format!("{e:?}");
+            if !text.contains("BucketAlreadyOwnedByYou") && !text.contains("BucketAlreadyExists") {
+                return Err(format!("creating bucket {BUCKET}: {text}"));
+            }
+        }
+        Ok(Box::new(DeltaDestination {
+            store: Store::S3(Box::new(S3Store {
+                server: Mutex::new(Some(server)),
+                proxies: FaultProxies::default(),
+            })),
+        }))
+    }
+}
+
+enum Store {
+    Local(Arc<tempfile::TempDir>),
+    S3(Box<S3Store>),
+}
+
+struct S3Store {
+    server: Mutex<Option<S3Server>>,
+    proxies: FaultProxies,
+}
+
 struct DeltaDestination {
-    dir: Arc<tempfile::TempDir>,
+    store: Store,
 }
 
 impl DeltaDestination {
-    fn location(&self, isolation: &str) -> String {
-        self.dir.path().join(isolation).display().to_string()
+    /// Table location, storage options for an endpoint (`None`: the server itself), and the
+    /// fault proxy in front of the store when one was asked for.
+    async fn table(
+        &self,
+        isolation: &str,
+        proxied: bool,
+    ) -> Result<(String, HashMap<String, String>, Option<Arc<FaultProxy>>), String> {
+        match &self.store {
+            Store::Local(dir) => Ok((
+                dir.path().join(isolation).display().to_string(),
+                HashMap::new(),
+                None,
+            )),
+            Store::S3(s3) => {
+                let (server, proxies) = (&s3.server, &s3.proxies);
+                let guard = server.lock().await;
+                let server = guard.as_ref().ok_or("server stopped")?;
+                let (endpoint, proxy) = if proxied {
+                    let proxy = proxies.in_front_of_url(&server.endpoint).await?;
+                    (format!("http://{}", proxy.addr()), Some(proxy))
+                } else {
+                    (server.endpoint.clone(), None)
+                };
+                let options = HashMap::from([
+                    ("AWS_ENDPOINT_URL".to_owned(), endpoint),
+                    ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
+                    (
+                        "AWS_SECRET_ACCESS_KEY".to_owned(),
+                        server.secret_key.clone(),
+                    ),
+                    ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
+                    ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
+                    // The object store's own retries would absorb a lost answer (its retried
+                    // conditional PUT meets 412, which the sink also handles); off, so the
+                    // scenarios exercise the sink's path.
+                    ("max_retries".to_owned(), "0".to_owned()),
+                ]);
+                Ok((format!("s3://{BUCKET}/{isolation}"), options, proxy))
+            }
+        }
     }
 }
 
@@ -59,43 +157,76 @@ fn column<'a, T: 'static>(
 #[async_trait]
 impl Destination for DeltaDestination {
     fn server(&self) -> ServerInfo {
+        let on = match &self.store {
+            Store::Local(_) => "local filesystem".to_owned(),
+            Store::S3(s3) => s3
+                .server
+                .try_lock()
+                .ok()
+                .and_then(|g| {
+                    g.as_ref().map(|s| {
+                        let info = s.info();
+                        format!("on {} {}", info.name, info.version)
+                    })
+                })
+                .unwrap_or_else(|| "on S3".into()),
+        };
         ServerInfo {
             name: "delta-rs (deltalake)".into(),
-            version: "1.1.2, local filesystem".into(),
+            version: format!("1.1.2, {on}"),
         }
     }
 
+    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+        // The commit is the only conditional request: the PUT of the next log entry with
+        // If-None-Match (data files are plain PUTs).
+        matches!(self.store, Store::S3(_)).then(|| b"if-none-match".to_vec())
+    }
+
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (location, options, proxy) = self.table(isolation, true).await?;
+        let mut config = DeltaSinkConfig::new(location);
+        config.storage_options = options;
         Ok(SinkUnderTest {
-            sink: Box::new(DeltaSink::new(DeltaSinkConfig::new(
-                self.location(isolation),
-            ))),
-            faults: None,
+            sink: Box::new(DeltaSink::new(config)),
+            faults: proxy.map(|p| p as Arc<dyn crate::fault::FaultSwitch>),
         })
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
-        let location = self.location(isolation);
-        let url = url::Url::from_directory_path(&location)
-            .map_err(|()| format!("{location} is not absolute"))?;
-        let table = match deltalake::open_table(url).await {
+        let (location, options, _) = self.table(isolation, false).await?;
+        let url = if location.contains("://") {
+            url::Url::parse(&location).map_err(|e| e.to_string())?
+        } else {
+            url::Url::from_directory_path(&location)
+                .map_err(|()| format!("{location} is not absolute"))?
+        };
+        let table = match deltalake::open_table_with_storage_options(url, options).await {
             Ok(t) => t,
             Err(deltalake::DeltaTableError::NotATable(_)) => return Ok(Readback::default()),
             Err(e) => return Err(format!("opening {location}: {e}")),
         };
         let version = table.version().unwrap_or_default();
-        let uris: Vec<String> = table.get_file_uris().map_err(|e| e.to_string())?.collect();
+        let paths: Vec<deltalake::Path> = table
+            .snapshot()
+            .map_err(|e| e.to_string())?
+            .log_data()
+            .into_iter()
+            .map(|add| add.object_store_path())
+            .collect();
+        let store = table.object_store();
         let mut rows = Vec::new();
-        for uri in &uris {
-            let path = url::Url::parse(uri)
-                .ok()
-                .and_then(|u| u.to_file_path().ok())
-                .unwrap_or_else(|| uri.into());
-            let file =
-                std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        for path in &paths {
+            let bytes = store
+                .get(path)
+                .await
+                .map_err(|e| format!("{path}: {e}"))?
+                .bytes()
+                .await
+                .map_err(|e| format!("{path}: {e}"))?;
+            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
                 .and_then(|b| b.build())
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|e| format!("{path}: {e}"))?;
             for batch in reader {
                 let batch = batch.map_err(|e| e.to_string())?;
                 let topics = column::<StringArray>(&batch, "pico_topic")?;
@@ -125,12 +256,21 @@ impl Destination for DeltaDestination {
             physical_rows: None,
             notes: vec![format!(
                 "table version {version}, {} data files",
-                uris.len()
+                paths.len()
             )],
         })
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        Ok(())
+        match self.store {
+            Store::Local(_) => Ok(()),
+            Store::S3(s3) => {
+                s3.proxies.clear().await;
+                match s3.server.lock().await.take() {
+                    Some(s) => s.stop().await,
+                    None => Ok(()),
+                }
+            }
+        }
     }
 }

@@ -24,7 +24,7 @@ use pico_sink::identity::Scope;
 use crate::target::{PayloadForm, ReadRow, Target, checksum, payload_checksum};
 
 pub use clickhouse::ClickHouseTarget;
-pub use delta::DeltaTarget;
+pub use delta::{DeltaS3Target, DeltaTarget};
 pub use doris::DorisTarget;
 pub use elasticsearch::ElasticsearchTarget;
 pub use http::HttpTarget;
@@ -51,6 +51,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(S3Target),
         Box::new(ClickHouseTarget),
         Box::new(DeltaTarget),
+        Box::new(DeltaS3Target),
         Box::new(IcebergTarget),
         Box::new(SurrealTarget),
         Box::new(ElasticsearchTarget),

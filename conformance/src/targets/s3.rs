@@ -47,7 +47,8 @@ impl Target for S3Target {
     }
 }
 
-fn client(endpoint: &str, key: &str, secret: &str) -> Client {
+/// A client for the suite's own reads and bucket set-up.
+pub(crate) fn client(endpoint: &str, key: &str, secret: &str) -> Client {
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))

@@ -6,8 +6,15 @@ use serde::{Deserialize, Serialize};
 /// Configuration of [`crate::DeltaSink`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeltaSinkConfig {
-    /// Table location: a local path or a URL (`file:///…`).
+    /// Table location: a local path or a URL (`file:///…`, or `s3://bucket/path` with the
+    /// crate's `s3` feature).
     pub location: String,
+    /// Object-store options (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ALLOW_HTTP`, …). On S3 a commit is a conditional PUT of the next log
+    /// entry (`If-None-Match: *`), so the store must honour it (AWS S3, MinIO, SeaweedFS do);
+    /// no lock table is needed.
+    #[serde(default)]
+    pub storage_options: std::collections::HashMap<String, String>,
     /// Create the table when missing.
     pub create_if_missing: bool,
     /// `delta.checkpointInterval` for tables the sink creates.
@@ -23,6 +30,7 @@ impl DeltaSinkConfig {
     pub fn new(location: impl Into<String>) -> Self {
         Self {
             location: location.into(),
+            storage_options: std::collections::HashMap::new(),
             create_if_missing: true,
             checkpoint_interval: 10,
             commit_attempts: 32,

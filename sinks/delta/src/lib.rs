@@ -27,6 +27,14 @@
 //! it unset, or longer than any replay horizon of your runtime. Checkpoints are written every
 //! [`DeltaSinkConfig::checkpoint_interval`] commits (`delta.checkpointInterval`).
 //!
+//! **On S3** (cargo feature `s3`; `s3://bucket/path` with the endpoint and credentials in
+//! [`DeltaSinkConfig::storage_options`]): a commit is a conditional PUT of the next log entry
+//! (`If-None-Match: *`), so two writers cannot both create a version and no DynamoDB lock table
+//! is needed — the store must honour conditional PUT (AWS S3, MinIO, SeaweedFS do). A lost answer
+//! to that PUT is safe: the retry either meets 412 (the object store's own retry) or re-reads
+//! the committed `txn` version (the sink's), and skips the batch. Verified against SeaweedFS
+//! with the answer to the commit PUT cut.
+//!
 //! Table (created when missing): `pico_topic string, pico_partition long, pico_offset long,
 //! key binary, value binary, headers string, ts long` (ms since the epoch). Offsets above
 //! `i64::MAX` are rejected with their offset (a Delta `long` and the `txn` version are signed).

@@ -41,14 +41,52 @@ fn table_url(location: &str) -> Result<url::Url, SinkError> {
     }
 }
 
-/// Storage and I/O problems may pass; everything else is configuration.
+/// Storage and I/O problems may pass (also when wrapped, as kernel errors wrap object-store
+/// errors); denied access and everything else is configuration.
 fn error(e: DeltaTableError, what: &str) -> SinkError {
+    use deltalake::ObjectStoreError;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(s) = source {
+        if let Some(store) = s.downcast_ref::<ObjectStoreError>() {
+            return match store {
+                ObjectStoreError::PermissionDenied { .. }
+                | ObjectStoreError::Unauthenticated { .. } => {
+                    SinkError::fatal(format!("{what}: {e} — check the storage credentials"))
+                }
+                _ => SinkError::retryable(format!("{what}: {e}")),
+            };
+        }
+        if s.downcast_ref::<std::io::Error>().is_some() {
+            return SinkError::retryable(format!("{what}: {e}"));
+        }
+        source = s.source();
+    }
     match e {
         DeltaTableError::ObjectStore { .. } | DeltaTableError::Io { .. } => {
             SinkError::retryable(format!("{what}: {e}"))
         }
+        // The kernel keeps its object-store error (of its own object_store version) without
+        // exposing it as a source: recognise it by its text.
+        DeltaTableError::KernelError(ref k) if transient_kernel_error(&k.to_string()) => {
+            SinkError::retryable(format!("{what}: {e}"))
+        }
         other => SinkError::fatal(format!("{what}: {other}")),
     }
+}
+
+/// Whether a kernel error's text is an object-store or I/O failure that is not about access.
+fn transient_kernel_error(text: &str) -> bool {
+    let storage = text.contains("Error interacting with object store") || text.contains("IO error");
+    let access = [
+        "PermissionDenied",
+        "Unauthenticated",
+        "403",
+        "401",
+        "Access Denied",
+    ]
+    .iter()
+    .any(|m| text.contains(m));
+    storage && !access
 }
 
 /// A commit that lost the race for its table version.
@@ -97,9 +135,12 @@ impl DeltaSink {
     async fn table(&mut self) -> Result<&mut DeltaTable, SinkError> {
         if self.table.is_none() {
             let url = table_url(&self.config.location)?;
-            let table = DeltaTable::try_from_url(url)
-                .await
-                .map_err(|e| error(e, "opening the table"))?;
+            let table = DeltaTable::try_from_url_with_storage_options(
+                url,
+                self.config.storage_options.clone(),
+            )
+            .await
+            .map_err(|e| error(e, "opening the table"))?;
             let table = if table.version().is_some() {
                 table
             } else if self.config.create_if_missing {
@@ -114,9 +155,12 @@ impl DeltaSink {
                 match created {
                     Ok(t) => t,
                     // Another writer created it meanwhile.
-                    Err(_) => DeltaTable::try_from_url(table_url(&self.config.location)?)
-                        .await
-                        .map_err(|e| error(e, "opening the table"))?,
+                    Err(_) => DeltaTable::try_from_url_with_storage_options(
+                        table_url(&self.config.location)?,
+                        self.config.storage_options.clone(),
+                    )
+                    .await
+                    .map_err(|e| error(e, "opening the table"))?,
                 }
             } else {
                 return Err(SinkError::fatal(format!(
@@ -258,5 +302,21 @@ impl Sink for DeltaSink {
             claims: Vec::new(),
             default_claim: Claim::NoVisibleDuplicate,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transient_kernel_error;
+
+    #[test]
+    fn kernel_storage_errors_are_transient_unless_about_access() {
+        assert!(transient_kernel_error(
+            "Error interacting with object store: Generic S3 error: Error performing list request: HTTP error: error sending request"
+        ));
+        assert!(!transient_kernel_error(
+            "Error interacting with object store: Generic S3 error: 403 Forbidden Access Denied"
+        ));
+        assert!(!transient_kernel_error("Invalid table version: 7"));
     }
 }
