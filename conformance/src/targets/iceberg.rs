@@ -1,13 +1,21 @@
-//! The Iceberg sink, embedded: the real iceberg-rust library with its SQL catalog on a SQLite
-//! file and the warehouse in a temp directory. Every sink instance opens its own catalog
-//! connection, as separate processes would. Read back by scanning the table's current
-//! snapshot. There is no network path in-process, so lost-ack and outage are not applicable.
+//! The Iceberg sink with the real iceberg-rust library and its SQL catalog on a SQLite file, the
+//! warehouse in a temp directory (embedded) or on S3 (SeaweedFS natively, MinIO through
+//! docker, or `PICO_S3_URL`). Every sink instance opens its own catalog connection, as separate
+//! processes would. Read back by scanning the table's current snapshot. The commit point is the
+//! catalog's row in the local SQLite file, so there is no network path to cut at the commit:
+//! lost-ack and outage are not applicable.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
-use pico_sink_iceberg::{IcebergSink, IcebergSinkConfig, read_table, sqlite_catalog};
+use pico_sink_iceberg::{
+    IcebergSink, IcebergSinkConfig, read_table, sqlite_catalog, sqlite_catalog_s3,
+};
+use std::collections::HashMap;
+use tokio::sync::Mutex;
+
+use crate::servers::s3::S3Server;
 
 use crate::provider::ProviderKind;
 use crate::target::{Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum};
@@ -33,12 +41,73 @@ impl Target for IcebergTarget {
             .prefix("pico-iceberg-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        Ok(Box::new(IcebergDestination { dir: Arc::new(dir) }))
+        Ok(Box::new(IcebergDestination {
+            dir: Arc::new(dir),
+            s3: None,
+            on: "local filesystem".into(),
+        }))
     }
 }
 
+/// The Iceberg sink on a SQLite catalog with its warehouse on S3.
+pub struct IcebergS3Target;
+
+/// The bucket of the S3 warehouse.
+const BUCKET: &str = "pico-iceberg";
+
+#[async_trait]
+impl Target for IcebergS3Target {
+    fn name(&self) -> &'static str {
+        "iceberg (SQLite catalog, S3 warehouse)"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-iceberg"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = S3Server::provide(provider).await?;
+        let client = super::s3::client(&server.endpoint, &server.access_key, &server.secret_key);
+        if let Err(e) = client.create_bucket().bucket(BUCKET).send().await {
+            let text = format!("{e:?}");
+            if !text.contains("BucketAlreadyOwnedByYou") && !text.contains("BucketAlreadyExists") {
+                return Err(format!("creating bucket {BUCKET}: {text}"));
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("pico-iceberg-s3-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let info = server.info();
+        let properties = HashMap::from([
+            ("s3.endpoint".to_owned(), server.endpoint.clone()),
+            ("s3.access-key-id".to_owned(), server.access_key.clone()),
+            ("s3.secret-access-key".to_owned(), server.secret_key.clone()),
+            ("s3.region".to_owned(), "us-east-1".to_owned()),
+            ("s3.path-style-access".to_owned(), "true".to_owned()),
+        ]);
+        Ok(Box::new(IcebergDestination {
+            dir: Arc::new(dir),
+            s3: Some((properties, Mutex::new(Some(server)))),
+            on: format!("{} {}", info.name, info.version),
+        }))
+    }
+}
+
+/// Iceberg's S3 properties and the server they point at.
+type S3Warehouse = (HashMap<String, String>, Mutex<Option<S3Server>>);
+
 struct IcebergDestination {
     dir: Arc<tempfile::TempDir>,
+    /// S3 properties and the server, for the S3 warehouse.
+    s3: Option<S3Warehouse>,
+    /// Where the warehouse is, in words.
+    on: String,
 }
 
 fn table(isolation: &str) -> String {
@@ -46,12 +115,21 @@ fn table(isolation: &str) -> String {
 }
 
 impl IcebergDestination {
-    fn paths(&self) -> (String, String) {
+    /// A catalog connection of its own (as a separate process would open).
+    async fn catalog(&self) -> Result<Arc<dyn pico_sink_iceberg::Catalog>, String> {
         let root = self.dir.path();
-        (
-            root.join("catalog.db").display().to_string(),
-            root.join("warehouse").display().to_string(),
-        )
+        let db = root.join("catalog.db").display().to_string();
+        match &self.s3 {
+            None => sqlite_catalog(&db, &root.join("warehouse").display().to_string()).await,
+            Some((properties, _)) => {
+                let run = root
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                sqlite_catalog_s3(&db, &format!("s3://{BUCKET}/{run}"), properties.clone()).await
+            }
+        }
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -60,18 +138,15 @@ impl Destination for IcebergDestination {
     fn server(&self) -> ServerInfo {
         ServerInfo {
             name: "iceberg-rust".into(),
-            version: "0.10.1, SQL catalog on SQLite, local filesystem".into(),
+            version: format!("0.10.1, SQL catalog on SQLite, warehouse on {}", self.on),
         }
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (catalog, warehouse) = self.paths();
-        let sink = IcebergSink::sqlite(
-            &catalog,
-            &warehouse,
+        let sink = IcebergSink::with_catalog(
+            self.catalog().await?,
             IcebergSinkConfig::new(NAMESPACE, table(isolation)),
         )
-        .await
         .map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
             sink: Box::new(sink),
@@ -80,10 +155,7 @@ impl Destination for IcebergDestination {
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
-        let (catalog, warehouse) = self.paths();
-        let catalog = sqlite_catalog(&catalog, &warehouse)
-            .await
-            .map_err(|e| e.to_string())?;
+        let catalog = self.catalog().await?;
         let ident = iceberg_ident(&table(isolation))?;
         if !catalog
             .table_exists(&ident)
@@ -116,7 +188,13 @@ impl Destination for IcebergDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        Ok(())
+        match &self.s3 {
+            Some((_, server)) => match server.lock().await.take() {
+                Some(s) => s.stop().await,
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
     }
 }
 

@@ -28,7 +28,7 @@ pub use delta::{DeltaS3Target, DeltaTarget};
 pub use doris::DorisTarget;
 pub use elasticsearch::ElasticsearchTarget;
 pub use http::HttpTarget;
-pub use iceberg::IcebergTarget;
+pub use iceberg::{IcebergS3Target, IcebergTarget};
 pub use influxdb::InfluxTarget;
 pub use meilisearch::MeilisearchTarget;
 pub use mongodb::MongoTarget;
@@ -53,6 +53,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(DeltaTarget),
         Box::new(DeltaS3Target),
         Box::new(IcebergTarget),
+        Box::new(IcebergS3Target),
         Box::new(SurrealTarget),
         Box::new(ElasticsearchTarget),
         Box::new(MongoTarget),

@@ -32,7 +32,7 @@
 //!
 //! # Catalogs
 //! [`IcebergSink::sqlite`] opens the SQL catalog on a SQLite file with a warehouse on the local
-//! filesystem; [`IcebergSink::with_catalog`] takes any [`iceberg::Catalog`] (REST, Glue, …) —
+//! filesystem ([`sqlite_catalog_s3`]: on S3, through OpenDAL); [`IcebergSink::with_catalog`] takes any [`iceberg::Catalog`] (REST, Glue, …) —
 //! the pinned-table view works with any catalog that checks commit requirements. The table is
 //! created when missing with the columns `pico_topic`, `pico_partition`, `pico_offset`,
 //! `key`, `value` (binary: any payload), `headers` (JSON text), `timestamp_ms`; offsets above
@@ -45,7 +45,7 @@ mod rows;
 mod sink;
 mod watermark;
 
-pub use catalog::sqlite_catalog;
+pub use catalog::{sqlite_catalog, sqlite_catalog_s3};
 pub use config::IcebergSinkConfig;
 pub use iceberg::{Catalog, TableIdent};
 pub use readback::{StoredRow, TableContents, read_table, table_stats};
