@@ -225,16 +225,54 @@ fn print_rows(
     }
 }
 
-/// Times the sink's first write and replay of `b` (a new sink per call).
-async fn time_sink(mut sink: Box<dyn Sink>, b: &Batch) -> Result<(Duration, Duration), String> {
+/// Times the sink's first write and replay of `b`.
+async fn time_sink(sink: &mut dyn Sink, b: &Batch) -> Result<(Duration, Duration), String> {
     sink.open().await.map_err(|e| e.to_string())?;
     let started = Instant::now();
     sink.consume(b).await.map_err(|e| e.to_string())?;
     let first = started.elapsed();
     let started = Instant::now();
-    // A replay skips (S3, ClickHouse) or rewrites in place (InfluxDB).
+    // A replay skips (S3, ClickHouse, lakehouse watermarks) or rewrites in place (InfluxDB).
     sink.consume(b).await.map_err(|e| e.to_string())?;
     Ok((first, started.elapsed()))
+}
+
+/// One repetition of a comparison: bytes of the batch, the raw path, the sink's first write and
+/// its replay.
+struct Sample {
+    bytes: u64,
+    raw: Duration,
+    first: Duration,
+    replay: Duration,
+}
+
+/// Runs `sample(batch size, repetition)` `reps` times for batches of 1 000 and 10 000 records
+/// and prints the medians beside the raw path (`raw_name`).
+async fn compare(
+    reps: usize,
+    raw_name: &str,
+    mut sample: impl AsyncFnMut(u64, usize) -> Result<Sample, String>,
+) -> Result<(), String> {
+    for size in [1_000u64, 10_000] {
+        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for rep in 0..reps {
+            let s = sample(size, rep).await?;
+            bytes = s.bytes;
+            raw.push(s.raw);
+            first.push(s.first);
+            replay.push(s.replay);
+        }
+        print_rows(
+            size,
+            bytes,
+            median(raw),
+            median(first),
+            median(replay),
+            raw_name,
+        );
+    }
+    Ok(())
 }
 
 fn table_header(title: &str) {
@@ -247,72 +285,50 @@ async fn s3(reps: usize) -> Result<(), String> {
     use aws_sdk_s3::primitives::ByteStream;
     use pico_conformance::servers::s3::S3Server;
     let server = first_available(S3Server::provide).await?;
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .endpoint_url(&server.endpoint)
-        .force_path_style(true)
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            &server.access_key,
-            &server.secret_key,
-            None,
-            None,
-            "bench",
-        ))
-        .build();
-    let client = aws_sdk_s3::Client::from_conf(conf);
-    let _ = client.create_bucket().bucket("bench").send().await;
+    let client = server.client();
+    server.ensure_bucket("bench").await?;
     table_header(&format!(
         "{} {} — one object per batch; raw = plain PutObject of the same JSON lines",
         server.info().name,
         server.info().version
     ));
-    for size in [1_000u64, 10_000] {
-        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bytes = 0;
-        for rep in 0..reps {
-            let b = batch(rep as u32, 0, size);
-            let body: Vec<u8> = b
-                .records()
-                .iter()
-                .flat_map(|r| {
-                    let mut l = serde_json::to_vec(&pico_sink::Envelope::from_record(
-                        &Default::default(),
-                        r,
-                    ))
-                    .unwrap_or_default();
-                    l.push(b'\n');
-                    l
-                })
-                .collect();
-            bytes = body.len() as u64;
-            let started = Instant::now();
-            client
-                .put_object()
-                .bucket("bench")
-                .key(format!("raw/{size}/{rep}.jsonl"))
-                .body(ByteStream::from(body))
-                .send()
-                .await
-                .map_err(|e| format!("{e:?}"))?;
-            raw.push(started.elapsed());
-            let mut config = pico_sink_s3::S3SinkConfig::new("bench", format!("sink/{size}/{rep}"));
-            config.endpoint = Some(server.endpoint.clone());
-            config.credentials = Some((server.access_key.clone(), server.secret_key.clone()));
-            let sink = pico_sink_s3::S3Sink::new(config).map_err(|e| e.to_string())?;
-            let (f, r) = time_sink(Box::new(sink), &b).await?;
-            first.push(f);
-            replay.push(r);
-        }
-        print_rows(
-            size,
+    compare(reps, "raw PUT", async |size: u64, rep: usize| {
+        let b = batch(rep as u32, 0, size);
+        let body: Vec<u8> = b
+            .records()
+            .iter()
+            .flat_map(|r| {
+                let mut l =
+                    serde_json::to_vec(&pico_sink::Envelope::from_record(&Default::default(), r))
+                        .unwrap_or_default();
+                l.push(b'\n');
+                l
+            })
+            .collect();
+        let bytes = body.len() as u64;
+        let started = Instant::now();
+        client
+            .put_object()
+            .bucket("bench")
+            .key(format!("raw/{size}/{rep}.jsonl"))
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        let raw = started.elapsed();
+        let mut config = pico_sink_s3::S3SinkConfig::new("bench", format!("sink/{size}/{rep}"));
+        config.endpoint = Some(server.endpoint.clone());
+        config.credentials = Some((server.access_key.clone(), server.secret_key.clone()));
+        let mut sink = pico_sink_s3::S3Sink::new(config).map_err(|e| e.to_string())?;
+        let (first, replay) = time_sink(&mut sink, &b).await?;
+        Ok(Sample {
             bytes,
-            median(raw),
-            median(first),
-            median(replay),
-            "raw PUT",
-        );
-    }
+            raw,
+            first,
+            replay,
+        })
+    })
+    .await?;
     server.stop().await
 }
 
@@ -325,10 +341,7 @@ async fn clickhouse(reps: usize) -> Result<(), String> {
         "ClickHouse {} — raw = the same TabSeparated INSERT without the watermark query",
         info.version
     ));
-    for size in [1_000u64, 10_000] {
-        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bytes = 0;
-        for rep in 0..reps {
+    compare(reps, "raw INSERT", async |size: u64, rep: usize| {
             let b = batch(rep as u32, 0, size);
             let table = format!("raw_{size}_{rep}");
             server
@@ -350,7 +363,7 @@ async fn clickhouse(reps: usize) -> Result<(), String> {
                     format!("\t[]\t{}\n", r.timestamp_ms.unwrap_or_default()).as_bytes(),
                 );
             }
-            bytes = rows.len() as u64;
+            let bytes = rows.len() as u64;
             let mut url = reqwest::Url::parse(server.url()).map_err(|e| e.to_string())?;
             url.query_pairs_mut().append_pair(
                 "query",
@@ -366,27 +379,18 @@ async fn clickhouse(reps: usize) -> Result<(), String> {
             if !r.status().is_success() {
                 return Err(r.text().await.unwrap_or_default());
             }
-            raw.push(started.elapsed());
+            let raw = started.elapsed();
             let config = pico_sink_clickhouse::ClickHouseSinkConfig::new(
                 server.url(),
                 "bench",
                 format!("sink_{size}_{rep}"),
             );
-            let sink =
+            let mut sink =
                 pico_sink_clickhouse::ClickHouseSink::new(config).map_err(|e| e.to_string())?;
-            let (f, r) = time_sink(Box::new(sink), &b).await?;
-            first.push(f);
-            replay.push(r);
-        }
-        print_rows(
-            size,
-            bytes,
-            median(raw),
-            median(first),
-            median(replay),
-            "raw INSERT",
-        );
-    }
+            let (first, replay) = time_sink(&mut sink, &b).await?;
+            Ok(Sample { bytes, raw, first, replay })
+    })
+    .await?;
     server.stop().await
 }
 
@@ -400,67 +404,60 @@ async fn influxdb(reps: usize) -> Result<(), String> {
         "InfluxDB {} — raw = the same points as plain line protocol, no identity tags or field",
         info.version
     ));
-    for size in [1_000u64, 10_000] {
-        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bytes = 0;
-        for rep in 0..reps {
-            let b = batch(rep as u32, 0, size);
-            let db = format!("bench_{size}_{rep}");
-            client
-                .post(format!("{}/query?q=CREATE+DATABASE+raw_{db}", server.url()))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            let lines: String = b
-                .records()
-                .iter()
-                .map(|r| {
-                    format!(
-                        "readings,meter=M{:05} offset={}i,payload=\"{}\" {}\n",
-                        r.id.offset % 99_999,
-                        r.id.offset,
-                        "x".repeat(960),
-                        r.timestamp_ms.unwrap_or_default() * 1_000_000
-                    )
-                })
-                .collect();
-            bytes = lines.len() as u64;
-            let started = Instant::now();
-            let resp = client
-                .post(format!("{}/write?db=raw_{db}&precision=ns", server.url()))
-                .body(lines)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            if !resp.status().is_success() {
-                return Err(resp.text().await.unwrap_or_default());
-            }
-            raw.push(started.elapsed());
-            let mapping = PointMapping {
-                measurement: "readings".into(),
-                tags: vec!["meter".into()],
-                fields: vec![],
-                time_field: None,
-            };
-            let sink = InfluxSink::new(InfluxSinkConfig::v1(
-                server.url(),
-                db,
-                Payload::Json(mapping),
-            ))
+    compare(reps, "raw line protocol", async |size: u64, rep: usize| {
+        let b = batch(rep as u32, 0, size);
+        let db = format!("bench_{size}_{rep}");
+        client
+            .post(format!("{}/query?q=CREATE+DATABASE+raw_{db}", server.url()))
+            .send()
+            .await
             .map_err(|e| e.to_string())?;
-            let (f, r) = time_sink(Box::new(sink), &b).await?;
-            first.push(f);
-            replay.push(r);
+        let lines: String = b
+            .records()
+            .iter()
+            .map(|r| {
+                format!(
+                    "readings,meter=M{:05} offset={}i,payload=\"{}\" {}\n",
+                    r.id.offset % 99_999,
+                    r.id.offset,
+                    "x".repeat(960),
+                    r.timestamp_ms.unwrap_or_default() * 1_000_000
+                )
+            })
+            .collect();
+        let bytes = lines.len() as u64;
+        let started = Instant::now();
+        let resp = client
+            .post(format!("{}/write?db=raw_{db}&precision=ns", server.url()))
+            .body(lines)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(resp.text().await.unwrap_or_default());
         }
-        print_rows(
-            size,
+        let raw = started.elapsed();
+        let mapping = PointMapping {
+            measurement: "readings".into(),
+            tags: vec!["meter".into()],
+            fields: vec![],
+            time_field: None,
+        };
+        let mut sink = InfluxSink::new(InfluxSinkConfig::v1(
+            server.url(),
+            db,
+            Payload::Json(mapping),
+        ))
+        .map_err(|e| e.to_string())?;
+        let (first, replay) = time_sink(&mut sink, &b).await?;
+        Ok(Sample {
             bytes,
-            median(raw),
-            median(first),
-            median(replay),
-            "raw line protocol",
-        );
-    }
+            raw,
+            first,
+            replay,
+        })
+    })
+    .await?;
     server.stop().await
 }
 
@@ -565,38 +562,24 @@ async fn lakehouse(format: Lakehouse, reps: usize) -> Result<(), String> {
         "{title} — one commit per batch; raw = plain append of the same rows, same format"
     ));
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    for size in [1_000u64, 10_000] {
-        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bytes = 0;
-        for rep in 0..reps {
-            let b = batch(rep as u32, 0, size);
-            bytes = b.records().iter().map(|r| r.value.len() as u64).sum();
-            let mut plain =
-                lakehouse_sink(format, dir.path(), &format!("raw_{size}_{rep}")).await?;
-            plain.sink().open().await.map_err(|e| e.to_string())?;
-            let started = Instant::now();
-            plain.append_unguarded(&b).await?;
-            raw.push(started.elapsed());
-            let mut sink =
-                lakehouse_sink(format, dir.path(), &format!("sink_{size}_{rep}")).await?;
-            let s = sink.sink();
-            s.open().await.map_err(|e| e.to_string())?;
-            let started = Instant::now();
-            s.consume(&b).await.map_err(|e| e.to_string())?;
-            first.push(started.elapsed());
-            let started = Instant::now();
-            s.consume(&b).await.map_err(|e| e.to_string())?;
-            replay.push(started.elapsed());
-        }
-        print_rows(
-            size,
+    compare(reps, "plain append", async |size: u64, rep: usize| {
+        let b = batch(rep as u32, 0, size);
+        let bytes = b.records().iter().map(|r| r.value.len() as u64).sum();
+        let mut plain = lakehouse_sink(format, dir.path(), &format!("raw_{size}_{rep}")).await?;
+        plain.sink().open().await.map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        plain.append_unguarded(&b).await?;
+        let raw = started.elapsed();
+        let mut sink = lakehouse_sink(format, dir.path(), &format!("sink_{size}_{rep}")).await?;
+        let (first, replay) = time_sink(sink.sink(), &b).await?;
+        Ok(Sample {
             bytes,
-            median(raw),
-            median(first),
-            median(replay),
-            "plain append",
-        );
-    }
+            raw,
+            first,
+            replay,
+        })
+    })
+    .await?;
     println!(
         "\n| batch | records written | commits | data files | per 100 000 records: commits, files | sink records/s | plain append records/s | ratio |"
     );

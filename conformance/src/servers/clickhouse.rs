@@ -14,6 +14,7 @@ use tokio::process::{Child, Command};
 
 use crate::images::image;
 use crate::provider::{ProviderKind, docker_engine, external_url, find_binary, free_port};
+use crate::servers::container::wait_http;
 use crate::target::ServerInfo;
 
 /// A running ClickHouse.
@@ -106,16 +107,13 @@ impl ClickHouseServer {
     }
 
     async fn wait_ready(&self) -> Result<(), String> {
-        let client = reqwest::Client::new();
-        for _ in 0..300 {
-            if let Ok(r) = client.get(format!("{}/ping", self.url)).send().await
-                && r.status().is_success()
-            {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Err(format!("ClickHouse at {} never answered /ping", self.url))
+        wait_http(
+            &format!("{}/ping", self.url),
+            Duration::from_secs(30),
+            &[],
+            |s, _| (200..300).contains(&s),
+        )
+        .await
     }
 
     /// HTTP interface URL.

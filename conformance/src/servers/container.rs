@@ -93,7 +93,7 @@ pub async fn provide(
     }
 }
 
-/// Polls `url` with GET until `ready(status, body)` or `timeout`.
+/// Polls `url` with GET every 100 ms until `ready(status, body)` or `timeout`.
 pub async fn wait_http(
     url: &str,
     timeout: Duration,
@@ -119,7 +119,7 @@ pub async fn wait_http(
             }
             Err(e) => last = e.to_string(),
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Err(format!("{url} not ready after {timeout:?} (last: {last})"))
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 use crate::provider::{ProviderKind, external_url, find_binary, free_port};
-use crate::servers::container::{ContainerSpec, Hosted, start};
+use crate::servers::container::{ContainerSpec, Hosted, start, wait_http};
 use crate::target::ServerInfo;
 
 /// Org and token of the docker provider's InfluxDB 2.
@@ -107,16 +107,13 @@ impl InfluxServer {
     }
 
     async fn wait_ready(&self) -> Result<(), String> {
-        let client = reqwest::Client::new();
-        for _ in 0..150 {
-            if let Ok(r) = client.get(format!("{}/ping", self.url)).send().await
-                && r.status().is_success()
-            {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Err(format!("InfluxDB at {} never answered /ping", self.url))
+        wait_http(
+            &format!("{}/ping", self.url),
+            Duration::from_secs(15),
+            &[],
+            |s, _| (200..300).contains(&s),
+        )
+        .await
     }
 
     /// Base URL.

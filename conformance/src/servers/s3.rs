@@ -182,6 +182,40 @@ impl S3Server {
         Err(format!("S3 server at {} never became ready", self.endpoint))
     }
 
+    /// An SDK client for this server (path-style, the server's keys).
+    pub fn client(&self) -> aws_sdk_s3::Client {
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .endpoint_url(&self.endpoint)
+            .force_path_style(true)
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                &self.access_key,
+                &self.secret_key,
+                None,
+                None,
+                "pico-conformance",
+            ))
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    }
+
+    /// Creates `bucket` unless it exists.
+    pub async fn ensure_bucket(&self, bucket: &str) -> Result<(), String> {
+        match self.client().create_bucket().bucket(bucket).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let text = format!("{e:?}");
+                if text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists")
+                {
+                    Ok(())
+                } else {
+                    Err(format!("creating bucket {bucket}: {text}"))
+                }
+            }
+        }
+    }
+
     /// Name and version.
     pub fn info(&self) -> ServerInfo {
         self.info.clone()

@@ -69,14 +69,7 @@ impl Target for DeltaS3Target {
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;
-        let client = super::s3::client(&server.endpoint, &server.access_key, &server.secret_key);
-        let created = client.create_bucket().bucket(BUCKET).send().await;
-        if let Err(e) = created {
-            let text = format!("{e:?}");
-            if !text.contains("BucketAlreadyOwnedByYou") && !text.contains("BucketAlreadyExists") {
-                return Err(format!("creating bucket {BUCKET}: {text}"));
-            }
-        }
+        server.ensure_bucket(BUCKET).await?;
         Ok(Box::new(DeltaDestination {
             store: Store::S3(Box::new(S3Store {
                 server: Mutex::new(Some(server)),

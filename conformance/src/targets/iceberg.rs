@@ -72,13 +72,7 @@ impl Target for IcebergS3Target {
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;
-        let client = super::s3::client(&server.endpoint, &server.access_key, &server.secret_key);
-        if let Err(e) = client.create_bucket().bucket(BUCKET).send().await {
-            let text = format!("{e:?}");
-            if !text.contains("BucketAlreadyOwnedByYou") && !text.contains("BucketAlreadyExists") {
-                return Err(format!("creating bucket {BUCKET}: {text}"));
-            }
-        }
+        server.ensure_bucket(BUCKET).await?;
         let dir = tempfile::Builder::new()
             .prefix("pico-iceberg-s3-")
             .tempdir()

@@ -5,7 +5,6 @@ use std::io::Read;
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use pico_sink::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 use tokio::sync::Mutex;
@@ -37,7 +36,7 @@ impl Target for S3Target {
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;
-        let client = client(&server.endpoint, &server.access_key, &server.secret_key);
+        let client = server.client();
         Ok(Box::new(S3Destination {
             info: server.info(),
             server: Mutex::new(Some(server)),
@@ -45,24 +44,6 @@ impl Target for S3Target {
             proxies: FaultProxies::default(),
         }))
     }
-}
-
-/// A client for the suite's own reads and bucket set-up.
-pub(crate) fn client(endpoint: &str, key: &str, secret: &str) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(endpoint)
-        .force_path_style(true)
-        .credentials_provider(Credentials::new(
-            key,
-            secret,
-            None,
-            None,
-            "pico-conformance",
-        ))
-        .build();
-    Client::from_conf(conf)
 }
 
 struct S3Destination {

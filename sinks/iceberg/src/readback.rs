@@ -4,6 +4,7 @@ use arrow_array::{Array, Int32Array, Int64Array, LargeBinaryArray, RecordBatch, 
 use futures_util::TryStreamExt;
 use iceberg::Catalog;
 use iceberg::TableIdent;
+use iceberg::scan::TableScan;
 
 /// One stored row: identity and value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,25 +38,26 @@ fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, S
         .ok_or_else(|| format!("column {name} missing or of another type"))
 }
 
-/// Snapshots in the metadata and data files in the current snapshot of `ident`, without
-/// reading any data.
-pub async fn table_stats(
+/// The table, its snapshot count, and a scan of its current snapshot with the number of data
+/// files it reads (`None` for a table without snapshots).
+async fn plan(
     catalog: &dyn Catalog,
     ident: &TableIdent,
-) -> Result<(usize, usize), String> {
+) -> Result<(usize, Option<(TableScan, usize)>), String> {
     let table = catalog
         .load_table(ident)
         .await
         .map_err(|e| format!("loading {ident}: {e}"))?;
     let snapshots = table.metadata().snapshots().count();
     if table.metadata().current_snapshot().is_none() {
-        return Ok((snapshots, 0));
+        return Ok((snapshots, None));
     }
-    let files = table
+    let scan = table
         .scan()
         .select_all()
         .build()
-        .map_err(|e| format!("scan: {e}"))?
+        .map_err(|e| format!("scan: {e}"))?;
+    let files = scan
         .plan_files()
         .await
         .map_err(|e| format!("planning: {e}"))?
@@ -63,7 +65,17 @@ pub async fn table_stats(
         .await
         .map_err(|e| format!("planning: {e}"))?
         .len();
-    Ok((snapshots, files))
+    Ok((snapshots, Some((scan, files))))
+}
+
+/// Snapshots in the metadata and data files in the current snapshot of `ident`, without
+/// reading any data.
+pub async fn table_stats(
+    catalog: &dyn Catalog,
+    ident: &TableIdent,
+) -> Result<(usize, usize), String> {
+    let (snapshots, planned) = plan(catalog, ident).await?;
+    Ok((snapshots, planned.map_or(0, |(_, files)| files)))
 }
 
 /// Scans the current snapshot of `ident`.
@@ -71,30 +83,13 @@ pub async fn read_table(
     catalog: &dyn Catalog,
     ident: &TableIdent,
 ) -> Result<TableContents, String> {
-    let table = catalog
-        .load_table(ident)
-        .await
-        .map_err(|e| format!("loading {ident}: {e}"))?;
-    let snapshots = table.metadata().snapshots().count();
-    if table.metadata().current_snapshot().is_none() {
+    let (snapshots, planned) = plan(catalog, ident).await?;
+    let Some((scan, data_files)) = planned else {
         return Ok(TableContents {
             snapshots,
             ..TableContents::default()
         });
-    }
-    let scan = table
-        .scan()
-        .select_all()
-        .build()
-        .map_err(|e| format!("scan: {e}"))?;
-    let data_files = scan
-        .plan_files()
-        .await
-        .map_err(|e| format!("planning: {e}"))?
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(|e| format!("planning: {e}"))?
-        .len();
+    };
     let batches: Vec<RecordBatch> = scan
         .to_arrow()
         .await

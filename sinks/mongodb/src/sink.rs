@@ -15,6 +15,9 @@ use crate::config::MongoSinkConfig;
 
 /// Largest BSON document MongoDB stores.
 const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+/// More than the bytes a statement adds around its document and `_id`s (element headers, the
+/// `q`, `u`, `upsert` keys and the boolean).
+const STATEMENT_OVERHEAD: usize = 64;
 /// Bytes of statements per command (well under the 48 MB message limit).
 const MAX_COMMAND_BYTES: usize = 8 * 1024 * 1024;
 
@@ -77,8 +80,10 @@ impl MongoSink {
             .ok_or_else(|| SinkError::fatal("no database handle"))
     }
 
-    /// The statement for one record: `{q: {_id}, u: doc, upsert: true}` and its size.
-    fn statement(&self, record: &pico_sink::Record) -> Result<Document, String> {
+    /// The statement for one record, `{q: {_id}, u: doc, upsert: true}`, and an upper bound of
+    /// its encoded size (the document's size plus the `_id` twice and the statement's keys), so
+    /// commands are cut without encoding every statement again.
+    fn statement(&self, record: &pico_sink::Record) -> Result<(Document, usize), String> {
         let text = document_json(&self.config.scope, record, self.config.shape, &[])?;
         let value: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(&text).map_err(|e| format!("document: {e}"))?;
@@ -93,7 +98,11 @@ impl MongoSink {
                 "document is {size} bytes; MongoDB stores at most 16 MiB"
             ));
         }
-        Ok(doc! { "q": { "_id": id }, "u": document, "upsert": true })
+        let bound = size + 2 * id.len() + STATEMENT_OVERHEAD;
+        Ok((
+            doc! { "q": { "_id": id }, "u": document, "upsert": true },
+            bound,
+        ))
     }
 }
 
@@ -148,8 +157,9 @@ impl Sink for MongoSink {
 
     async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
         let records = batch.records();
-        let (statements, mut rejected) =
-            convert_records(batch, |i, r| self.statement(r).map(|s| (i, s)));
+        let (statements, mut rejected) = convert_records(batch, |i, r| {
+            self.statement(r).map(|(s, bytes)| (i, s, bytes))
+        });
         let collection = self.config.collection.clone();
         let majority = self.config.majority;
         let max_statements = self.config.max_statements.max(1);
@@ -162,9 +172,7 @@ impl Sink for MongoSink {
             let mut end = start;
             let mut bytes = 0;
             while end < statements.len() && end - start < max_statements {
-                let size = mongodb::bson::to_vec(&statements[end].1)
-                    .map(|v| v.len())
-                    .unwrap_or(0);
+                let size = statements[end].2;
                 if end > start && bytes + size > MAX_COMMAND_BYTES {
                     break;
                 }
@@ -174,7 +182,7 @@ impl Sink for MongoSink {
             let part = &statements[start..end];
             let updates: Vec<Bson> = part
                 .iter()
-                .map(|(_, s)| Bson::Document(s.clone()))
+                .map(|(_, s, _)| Bson::Document(s.clone()))
                 .collect();
             let mut command = doc! { "update": &collection, "updates": updates, "ordered": false };
             if majority {
@@ -191,7 +199,7 @@ impl Sink for MongoSink {
                 retry.get_or_insert(m);
             }
             for (index, code, message) in outcome.errors {
-                let Some((record_index, _)) = part.get(index) else {
+                let Some((record_index, _, _)) = part.get(index) else {
                     retry.get_or_insert(format!(
                         "write error for unknown statement {index}: {message}"
                     ));
@@ -242,9 +250,14 @@ mod tests {
     #[test]
     fn statements_and_answers() {
         let sink = MongoSink::new(MongoSinkConfig::new("mongodb://127.0.0.1", "db", "c"));
-        let s = sink
+        let (s, bound) = sink
             .statement(&Record::new(RecordId::new("orders", 1, 5), r#"{"a":1}"#))
             .unwrap();
+        let encoded = mongodb::bson::to_vec(&s).unwrap().len();
+        assert!(
+            encoded <= bound,
+            "size bound {bound} below the encoded {encoded}"
+        );
         assert_eq!(
             s.get_document("q").unwrap().get_str("_id").unwrap(),
             "orders:1:5"
