@@ -16,5 +16,5 @@ eval "$env_line"
 trap 'bash docker/podman/podman.sh stop' EXIT
 
 PICO_POSTGRES_IMAGE=localhost/pico-postgres:15 \
-  cargo run -q -p pico-conformance -- run --provider docker \
-  --sink postgres --sink "redshift (on PostgreSQL)" --no-write
+  cargo run -q -p pico-suite --bin pico-conformance -- run --provider docker \
+  --sink postgres --sink redshift --no-write

@@ -6,4 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 bash scripts/setup.sh
-exec cargo run -q -p pico-conformance -- run "$@"
+eval "$(bash scripts/servers.sh)"
+# The first build compiles every client crate (10-25 minutes on 2 cores): cargo shows its
+# progress here instead of a silent `cargo run -q`.
+echo "building the conformance suite (first build: 10-25 minutes)..." >&2
+cargo build -p pico-suite --bin pico-conformance
+exec "$CARGO_TARGET_DIR/debug/pico-conformance" run "$@"

@@ -6,6 +6,8 @@ need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# zstd unpacks the shared server binaries (scripts/servers.sh).
+command -v zstd >/dev/null 2>&1 || need+=(zstd)
 # PostgreSQL server binaries: the conformance suite's native provider starts throwaway clusters.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   need+=(postgresql)

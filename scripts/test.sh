@@ -8,6 +8,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 bash scripts/setup.sh
+eval "$(bash scripts/servers.sh)"
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast --failure-output final "$@"

@@ -1,12 +1,52 @@
 //! [`FaultSwitch`]: how a scenario injects faults between a sink and its destination.
 //!
-//! Network destinations get a [`crate::proxy::FaultProxy`]; in-process destinations (stdout)
-//! implement the same switch on their writer.
+//! Network destinations get a [`crate::proxy::FaultProxy`] (a TCP proxy). A destination with no
+//! network path (an in-process engine, a file, a captured writer) can wrap its sink in
+//! [`FaultySink`], which injects the same faults at the sink's boundary.
 
-use serde::Serialize;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
+use serde::{Deserialize, Serialize};
+
+/// Random faults, as a flaky network produces them: each request and each answer is cut with
+/// its own probability, independently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flaky {
+    /// Per mille of requests cut before they reach the destination (nothing happened there).
+    pub requests_per_mille: u16,
+    /// Per mille of answers cut after the destination processed the request (it may have
+    /// committed: a lost acknowledgement).
+    pub answers_per_mille: u16,
+}
+
+impl Flaky {
+    /// The flaky network of the suite: 1 % of requests and 3 % of answers cut.
+    pub const SUITE: Flaky = Flaky {
+        requests_per_mille: 10,
+        answers_per_mille: 30,
+    };
+
+    fn hit(per_mille: u16) -> bool {
+        per_mille > 0 && fastrand::u16(0..1000) < per_mille
+    }
+
+    /// Whether to cut the next request (a random draw).
+    pub fn cut_request(&self) -> bool {
+        Self::hit(self.requests_per_mille)
+    }
+
+    /// Whether to cut the next answer (a random draw).
+    pub fn cut_answer(&self) -> bool {
+        Self::hit(self.answers_per_mille)
+    }
+}
 
 /// The fault to inject from now on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FaultMode {
     /// Forward everything.
     #[default]
@@ -24,15 +64,20 @@ pub enum FaultMode {
         /// Delay per chunk, in milliseconds.
         millis: u64,
     },
+    /// Cut requests and answers at random until set back to `Pass`.
+    Flaky(Flaky),
 }
 
 /// What the switch did, for assertions and reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FaultStats {
     /// Answers cut after the destination received the request.
     pub acks_lost: u64,
     /// Connections or writes refused, and open connections cut when an outage began.
     pub refused: u64,
+    /// Requests cut before they reached the destination (flaky mode).
+    pub requests_cut: u64,
 }
 
 /// Turns faults on and off for one sink's path to its destination.
@@ -41,4 +86,125 @@ pub trait FaultSwitch: Send + Sync {
     fn set(&self, mode: FaultMode);
     /// Counters so far.
     fn stats(&self) -> FaultStats;
+}
+
+/// A fault mode and its counters behind locks: the state every switch keeps.
+#[derive(Debug, Default)]
+pub struct FaultState {
+    mode: Mutex<FaultMode>,
+    stats: Mutex<FaultStats>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl FaultState {
+    /// The current mode.
+    pub fn mode(&self) -> FaultMode {
+        lock(&self.mode).clone()
+    }
+
+    /// Runs `f` on the mode (to disarm a one-shot fault atomically).
+    pub fn with_mode<T>(&self, f: impl FnOnce(&mut FaultMode) -> T) -> T {
+        f(&mut lock(&self.mode))
+    }
+
+    /// Updates the counters.
+    pub fn count(&self, f: impl FnOnce(&mut FaultStats)) {
+        f(&mut lock(&self.stats));
+    }
+}
+
+impl FaultSwitch for FaultState {
+    fn set(&self, mode: FaultMode) {
+        *lock(&self.mode) = mode;
+    }
+
+    fn stats(&self) -> FaultStats {
+        *lock(&self.stats)
+    }
+}
+
+/// A sink with faults injected at its boundary, for destinations without a network path
+/// between sink and destination. `Refuse` and a cut request fail `consume` without calling the
+/// sink; a lost acknowledgement (or a cut answer) lets the sink write, then reports a
+/// retryable error as if the answer had been lost on the way. `Latency` delays each call.
+pub struct FaultySink<S> {
+    inner: S,
+    faults: Arc<FaultState>,
+}
+
+impl<S: Sink> FaultySink<S> {
+    /// Wraps `inner`; the switch is [`FaultySink::switch`].
+    pub fn new(inner: S) -> Self {
+        Self {
+            inner,
+            faults: Arc::new(FaultState::default()),
+        }
+    }
+
+    /// The switch that controls this sink's faults.
+    pub fn switch(&self) -> Arc<FaultState> {
+        self.faults.clone()
+    }
+
+    /// The wrapped sink.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+#[async_trait]
+impl<S: Sink> Sink for FaultySink<S> {
+    async fn open(&self) -> Result<(), SinkError> {
+        if self.faults.mode() == FaultMode::Refuse {
+            self.faults.count(|s| s.refused += 1);
+            return Err(SinkError::retryable("destination unavailable (injected)"));
+        }
+        self.inner.open().await
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let mode = self.faults.mode();
+        let lose_answer = match &mode {
+            FaultMode::Refuse => {
+                self.faults.count(|s| s.refused += 1);
+                return Err(SinkError::retryable("destination unavailable (injected)"));
+            }
+            FaultMode::Flaky(flaky) if flaky.cut_request() => {
+                self.faults.count(|s| s.requests_cut += 1);
+                return Err(SinkError::retryable("request cut (injected)"));
+            }
+            FaultMode::Flaky(flaky) => flaky.cut_answer(),
+            FaultMode::LoseNextAck { .. } => self.faults.with_mode(|m| {
+                let armed = matches!(m, FaultMode::LoseNextAck { .. });
+                if armed {
+                    *m = FaultMode::Pass;
+                }
+                armed
+            }),
+            FaultMode::Latency { millis } => {
+                tokio::time::sleep(Duration::from_millis(*millis)).await;
+                false
+            }
+            FaultMode::Pass => false,
+        };
+        let outcome = self.inner.consume(batch).await?;
+        if lose_answer {
+            self.faults.count(|s| s.acks_lost += 1);
+            return Err(SinkError::retryable(
+                "written, but the acknowledgement was lost (injected)",
+            ));
+        }
+        Ok(outcome)
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        self.inner.close().await
+    }
+
+    fn describe(&self) -> Description {
+        self.inner.describe()
+    }
 }

@@ -2,14 +2,16 @@
 //!
 //! It records every record sent (with a checksum of its value) and every record the driver
 //! dead-lettered, and compares that with what the destination holds: visible duplicates, loss
-//! (zero tolerance, every missing offset named), corrupted payloads and foreign rows.
+//! (zero tolerance, every missing offset named), corrupted payloads, foreign rows, and records
+//! the sink rejected although the destination holds them (a dead-letter queue replayed later
+//! would write those twice).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{Batch, DriverHooks, RejectedRecord};
+use pico_sink::{Batch, DeadLetter, DriverHooks};
 use serde::{Deserialize, Serialize};
 
 use crate::target::{PayloadForm, Readback, payload_checksum};
@@ -19,8 +21,14 @@ use crate::target::{PayloadForm, Readback, payload_checksum};
 pub struct Ledger {
     form: PayloadForm,
     sent: BTreeMap<RecordId, u64>,
-    dead: BTreeMap<RecordId, String>,
+    dead: BTreeMap<RecordId, Rejection>,
     committed: Vec<BatchId>,
+}
+
+#[derive(Debug, Clone)]
+struct Rejection {
+    reason: String,
+    may_be_stored: bool,
 }
 
 /// The comparison of a ledger with a read-back.
@@ -43,6 +51,9 @@ pub struct Measured {
     pub lost: Vec<String>,
     /// Records the sink rejected, with the reason (canonical id, reason).
     pub dead_lettered: Vec<(String, String)>,
+    /// Records the sink rejected as refused that the destination holds anyway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_but_stored: Vec<String>,
     /// Records read back with another value than was sent.
     pub corrupted: Vec<String>,
     /// Rows whose identity was never sent.
@@ -75,11 +86,22 @@ impl Ledger {
         }
     }
 
-    /// Records rejected records.
-    pub fn dead_lettered(&mut self, records: &[RejectedRecord]) {
-        for r in records {
-            self.dead.insert(r.id.clone(), r.reason.clone());
+    /// Records dead letters.
+    pub fn dead_lettered(&mut self, letters: &[DeadLetter]) {
+        for l in letters {
+            self.dead.insert(
+                l.record.id.clone(),
+                Rejection {
+                    reason: l.reason.clone(),
+                    may_be_stored: l.may_be_stored,
+                },
+            );
         }
+    }
+
+    /// Every offset sent so far.
+    pub fn sent_ids(&self) -> impl Iterator<Item = &RecordId> {
+        self.sent.keys()
     }
 
     /// Batches committed so far.
@@ -111,6 +133,12 @@ impl Ledger {
             .map(ToString::to_string)
             .collect();
         let distinct = copies.len();
+        let rejected_but_stored = self
+            .dead
+            .iter()
+            .filter(|(id, r)| !r.may_be_stored && copies.contains_key(id))
+            .map(|(id, _)| id.to_string())
+            .collect();
         Measured {
             sent: self.sent.len(),
             read: back.rows.len(),
@@ -124,8 +152,9 @@ impl Ledger {
             dead_lettered: self
                 .dead
                 .iter()
-                .map(|(id, why)| (id.to_string(), why.clone()))
+                .map(|(id, r)| (id.to_string(), r.reason.clone()))
                 .collect(),
+            rejected_but_stored,
             corrupted,
             foreign,
             notes: Vec::new(),
@@ -158,8 +187,8 @@ impl DriverHooks for SharedLedger {
         Ok(())
     }
 
-    async fn dead_letter(&mut self, records: &[RejectedRecord]) -> Result<(), String> {
-        self.lock().dead_lettered(records);
+    async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String> {
+        self.lock().dead_lettered(letters);
         Ok(())
     }
 }

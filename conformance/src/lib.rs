@@ -20,7 +20,6 @@
 //!   table.
 
 pub mod fault;
-pub mod images;
 pub mod ledger;
 pub mod meter;
 pub mod provider;
@@ -28,6 +27,4 @@ pub mod proxy;
 pub mod report;
 pub mod runner;
 pub mod scenarios;
-pub mod servers;
 pub mod target;
-pub mod targets;

@@ -1,10 +1,17 @@
 //! [`FaultProxy`]: a TCP proxy between a sink and its destination that can lose
-//! acknowledgements, refuse connections, or add latency.
+//! acknowledgements, refuse connections, add latency, or cut requests and answers at random.
 //!
 //! Losing an acknowledgement: when the client sends bytes containing the trigger (or any bytes,
 //! without one), the proxy forwards them, waits for the destination's first answer bytes — the
 //! destination has processed the request by then — and cuts both sides without forwarding them.
-//! The sink sees a broken connection; the destination has committed.
+//! The sink sees a broken connection; the destination has committed. (A destination that
+//! answers before it applies the request — a task queue — may apply it later: scenarios wait
+//! for it to settle before judging, see [`crate::target::Destination::settle`].)
+//!
+//! Random faults ([`FaultMode::Flaky`]) work on turns of the conversation, whatever the
+//! protocol: bytes from the client after the destination last spoke start a request, bytes from
+//! the destination after the client last spoke start an answer. Each request and each answer
+//! is cut (the connection closed on both sides) with its own probability.
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,17 +25,37 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
 use tracing::debug;
 
-use crate::fault::{FaultMode, FaultStats, FaultSwitch};
+use crate::fault::{FaultMode, FaultState, FaultStats, FaultSwitch};
 
 struct Shared {
     upstream: SocketAddr,
-    mode: Mutex<FaultMode>,
-    stats: Mutex<FaultStats>,
+    faults: FaultState,
     connections: Mutex<Vec<AbortHandle>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn hosts_and_ports_of_urls() {
+        let hp = |u| host_port(u).ok();
+        assert_eq!(
+            hp("http://127.0.0.1:8123/x?y"),
+            Some(("127.0.0.1".into(), 8123))
+        );
+        assert_eq!(
+            hp("https://user:pw@example.com/a"),
+            Some(("example.com".into(), 443))
+        );
+        assert_eq!(hp("http://[::1]:9000"), Some(("::1".into(), 9000)));
+        assert_eq!(hp("ws://h"), Some(("h".into(), 80)));
+        assert_eq!(hp("nonsense"), None);
+    }
 }
 
 /// A running proxy on 127.0.0.1 in front of one upstream address.
@@ -45,8 +72,7 @@ impl FaultProxy {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             upstream,
-            mode: Mutex::new(FaultMode::Pass),
-            stats: Mutex::new(FaultStats::default()),
+            faults: FaultState::default(),
             connections: Mutex::new(Vec::new()),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
@@ -83,16 +109,16 @@ impl FaultProxy {
 impl FaultSwitch for FaultProxy {
     fn set(&self, mode: FaultMode) {
         let refuse = mode == FaultMode::Refuse;
-        *lock(&self.shared.mode) = mode;
+        self.shared.faults.set(mode);
         if refuse {
             // Open (pooled) connections would bypass the outage: cut them too.
             let cut = self.cut_all();
-            lock(&self.shared.stats).refused += cut;
+            self.shared.faults.count(|s| s.refused += cut);
         }
     }
 
     fn stats(&self) -> FaultStats {
-        *lock(&self.shared.stats)
+        self.shared.faults.stats()
     }
 }
 
@@ -108,8 +134,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let Ok((client, _)) = listener.accept().await else {
             continue;
         };
-        if *lock(&shared.mode) == FaultMode::Refuse {
-            lock(&shared.stats).refused += 1;
+        if shared.faults.mode() == FaultMode::Refuse {
+            shared.faults.count(|s| s.refused += 1);
             drop(client);
             continue;
         }
@@ -128,18 +154,21 @@ async fn connection(client: TcpStream, shared: Arc<Shared>) {
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let armed = Arc::new(AtomicBool::new(false));
+    let turns = Turns::default();
     // Both directions run in this one task, so aborting it (an outage) stops both.
-    let up = client_to_server(client_read, server_write, shared.clone(), armed.clone());
-    let down = server_to_client(server_read, client_write, &shared, &armed);
+    let up = client_to_server(client_read, server_write, &shared, &turns);
+    let down = server_to_client(server_read, client_write, &shared, &turns);
     tokio::pin!(up);
     tokio::pin!(down);
     let flow = tokio::select! {
         flow = &mut down => flow,
-        () = &mut up => down.await,
+        flow = &mut up => match flow {
+            Flow::Cut => Flow::Cut,
+            Flow::Closed => down.await,
+        },
     };
     if flow == Flow::Cut {
-        debug!("acknowledgement cut");
+        debug!("connection cut by a fault");
     }
 }
 
@@ -149,8 +178,17 @@ enum Flow {
     Cut,
 }
 
+/// Who spoke last on a connection, and whether the next answer is to be cut.
+#[derive(Default)]
+struct Turns {
+    /// The client spoke last (its bytes since are part of one request).
+    client_spoke: AtomicBool,
+    /// The answer to the current request is to be cut (a lost acknowledgement).
+    cut_answer: AtomicBool,
+}
+
 async fn delay(shared: &Shared) {
-    let millis = match *lock(&shared.mode) {
+    let millis = match shared.faults.mode() {
         FaultMode::Latency { millis } => millis,
         _ => 0,
     };
@@ -162,9 +200,9 @@ async fn delay(shared: &Shared) {
 async fn client_to_server(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
-    shared: Arc<Shared>,
-    armed: Arc<AtomicBool>,
-) {
+    shared: &Shared,
+    turns: &Turns,
+) -> Flow {
     let mut buf = vec![0u8; 64 * 1024];
     // The end of the previous chunk, so a trigger split across two reads is still seen.
     let mut tail: Vec<u8> = Vec::new();
@@ -173,10 +211,11 @@ async fn client_to_server(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        delay(&shared).await;
-        {
-            let mut mode = lock(&shared.mode);
-            if let FaultMode::LoseNextAck { trigger } = &*mode {
+        delay(shared).await;
+        let new_request = !turns.client_spoke.swap(true, Ordering::SeqCst);
+        let mut cut_request = false;
+        shared.faults.with_mode(|mode| match mode {
+            FaultMode::LoseNextAck { trigger } => {
                 let hit = match trigger {
                     None => true,
                     Some(t) => {
@@ -189,23 +228,36 @@ async fn client_to_server(
                     }
                 };
                 if hit {
-                    armed.store(true, Ordering::SeqCst);
+                    turns.cut_answer.store(true, Ordering::SeqCst);
                     *mode = FaultMode::Pass;
                 }
             }
+            FaultMode::Flaky(flaky) if new_request => {
+                if flaky.cut_request() {
+                    cut_request = true;
+                } else if flaky.cut_answer() {
+                    turns.cut_answer.store(true, Ordering::SeqCst);
+                }
+            }
+            _ => {}
+        });
+        if cut_request {
+            shared.faults.count(|s| s.requests_cut += 1);
+            return Flow::Cut;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             break;
         }
     }
     let _ = to.shutdown().await;
+    Flow::Closed
 }
 
 async fn server_to_client(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     shared: &Shared,
-    armed: &AtomicBool,
+    turns: &Turns,
 ) -> Flow {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -213,8 +265,9 @@ async fn server_to_client(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if armed.load(Ordering::SeqCst) && !is_interim_http(&buf[..n]) {
-            lock(&shared.stats).acks_lost += 1;
+        turns.client_spoke.store(false, Ordering::SeqCst);
+        if turns.cut_answer.load(Ordering::SeqCst) && !is_interim_http(&buf[..n]) {
+            shared.faults.count(|s| s.acks_lost += 1);
             return Flow::Cut;
         }
         delay(shared).await;
@@ -234,6 +287,31 @@ fn is_interim_http(chunk: &[u8]) -> bool {
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
             .is_some_and(|end| end + 4 == chunk.len())
+}
+
+/// The host and port of a URL.
+fn host_port(url: &str) -> Result<(String, u16), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("{url}: not a URL"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    let default_port = match scheme {
+        "https" | "wss" => 443,
+        _ => 80,
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => match p.parse() {
+            Ok(port) => (h, port),
+            Err(_) => (authority, default_port),
+        },
+        _ => (authority, default_port),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{url}: no host"));
+    }
+    Ok((host.to_owned(), port))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -257,13 +335,13 @@ impl FaultProxies {
         Ok(proxy)
     }
 
-    /// A new proxy in front of the host and port of `url`.
+    /// A new proxy in front of the host and port of `url` (`scheme://[user@]host[:port]/…`;
+    /// the port defaults to 80 for http, 443 for https).
     pub async fn in_front_of_url(&self, url: &str) -> Result<Arc<FaultProxy>, String> {
-        let upstream = reqwest::Url::parse(url)
+        let (host, port) = host_port(url)?;
+        let upstream = tokio::net::lookup_host((host.as_str(), port))
+            .await
             .map_err(|e| format!("{url}: {e}"))?
-            .socket_addrs(|| None)
-            .map_err(|e| format!("{url}: {e}"))?
-            .into_iter()
             .next()
             .ok_or_else(|| format!("{url} does not resolve"))?;
         self.in_front_of(upstream).await

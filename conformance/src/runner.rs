@@ -1,4 +1,9 @@
-//! Runs targets through scenarios and assembles a [`Report`].
+//! Runs scenarios against destinations and assembles a [`Report`].
+//!
+//! [`run_destination`] is the entry point for a sink of your own: give it a
+//! [`Destination`] and it runs every scenario and returns the table row, judged against the
+//! sink's own claims, with the zero-tolerance loss counter. [`assert_conformant`] turns a row
+//! into a test assertion. [`run`] adds provisioning for suites of many [`Target`]s.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -8,7 +13,7 @@ use time::macros::format_description;
 
 use crate::provider::ProviderKind;
 use crate::report::{Report, ScenarioReport, TargetReport, TargetStatus, Verdict, judge};
-use crate::scenarios::{self, ScenarioError};
+use crate::scenarios::{self, ScenarioError, SuiteSize};
 use crate::target::{Destination, Target};
 
 /// What to run.
@@ -22,6 +27,8 @@ pub struct RunOptions {
     pub provider: Option<ProviderKind>,
     /// The driver's retry policy (the spec's by default).
     pub policy: RetryPolicy,
+    /// How large the long scenarios run.
+    pub size: SuiteSize,
 }
 
 /// Receives progress events (the CLI shows them).
@@ -53,10 +60,13 @@ pub fn today() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Whether `--sink name` selects the target `target`: its full name, or the sink name before
-/// the flavour in parentheses (`delta` selects `delta (local filesystem)`).
-pub fn selects(name: &str, target: &str) -> bool {
-    name == target || target.split(" (").next() == Some(name)
+/// Whether a `--sink` selector picks the target with id `target`: the id itself or a prefix
+/// of it ending at a `-` (`delta` picks `delta` and `delta-s3`; `delta-s` picks nothing).
+pub fn selects(selector: &str, target: &str) -> bool {
+    target == selector
+        || target
+            .strip_prefix(selector)
+            .is_some_and(|rest| rest.starts_with('-'))
 }
 
 /// A name no earlier run used: `pico-<scenario>-<nonce>`.
@@ -100,11 +110,6 @@ pub async fn run(
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Report {
-    let scenarios: Vec<Scenario> = if opts.scenarios.is_empty() {
-        scenarios::IMPLEMENTED.to_vec()
-    } else {
-        opts.scenarios.clone()
-    };
     let mut report = Report::new();
     for target in targets
         .iter()
@@ -117,96 +122,157 @@ pub async fn run(
                 progress.skipped(target.name(), &reason);
                 report.targets.push(TargetReport {
                     target: target.name().into(),
+                    title: target.title().into(),
                     sink_crate: target.sink_crate().into(),
                     status: TargetStatus::NotVerifiedHere(reason),
                     mechanism: None,
                     provider: None,
                     server: None,
+                    docker_image: target.docker_image(),
                     date: today(),
+                    size: None,
                     scenarios: Vec::new(),
                 });
                 continue;
             }
         };
-        // Opened first, so a sink that detects server features can name them.
-        let mechanism_and_claims = match dest.sink("pico-describe").await {
-            Ok(mut s) => {
-                if let Err(e) = s.sink.open().await {
-                    tracing::warn!(target = target.name(), error = %e, "opening the describe sink failed");
-                }
-                Ok(s.sink.describe())
-            }
-            Err(e) => Err(e),
-        };
-        let description = match mechanism_and_claims {
-            Ok(d) => d,
-            Err(e) => {
-                let reason = format!("{provider}: building a sink failed: {e}");
-                progress.skipped(target.name(), &reason);
-                report.targets.push(TargetReport {
-                    target: target.name().into(),
-                    sink_crate: target.sink_crate().into(),
-                    status: TargetStatus::NotVerifiedHere(reason),
-                    mechanism: None,
-                    provider: Some(provider),
-                    server: Some(dest.server()),
-                    date: today(),
-                    scenarios: Vec::new(),
-                });
-                let _ = dest.shutdown().await;
-                continue;
-            }
-        };
-        let mut rows = Vec::new();
-        for scenario in &scenarios {
-            progress.started(target.name(), *scenario);
-            let claim = description.claim(*scenario).clone();
-            let isolation = isolation_name(*scenario);
-            let cell =
-                match scenarios::run(*scenario, dest.as_ref(), &isolation, opts.policy.clone())
-                    .await
-                {
-                    Ok(measured) => {
-                        let (outcome, verdict) = judge(&claim, &measured);
-                        ScenarioReport {
-                            scenario: *scenario,
-                            claim,
-                            outcome,
-                            verdict,
-                            measured: Some(measured),
-                        }
-                    }
-                    Err(ScenarioError::NotApplicable(why)) => ScenarioReport {
-                        scenario: *scenario,
-                        claim,
-                        outcome: format!("not applicable: {why}"),
-                        verdict: Verdict::NotApplicable(why),
-                        measured: None,
-                    },
-                    Err(ScenarioError::Failed(why)) => ScenarioReport {
-                        scenario: *scenario,
-                        claim,
-                        outcome: format!("scenario failed: {why}"),
-                        verdict: Verdict::Failed(why),
-                        measured: None,
-                    },
-                };
-            progress.finished(target.name(), &cell);
-            rows.push(cell);
-        }
-        report.targets.push(TargetReport {
-            target: target.name().into(),
-            sink_crate: target.sink_crate().into(),
-            status: TargetStatus::Verified,
-            mechanism: Some(description.mechanism),
-            provider: Some(provider),
-            server: Some(dest.server()),
-            date: today(),
-            scenarios: rows,
-        });
+        let mut row = run_destination(
+            target.name(),
+            target.sink_crate(),
+            Some(provider),
+            dest.as_ref(),
+            &opts.scenarios,
+            opts,
+            progress,
+        )
+        .await;
+        row.title = target.title().into();
+        row.docker_image = target.docker_image();
+        report.targets.push(row);
         if let Err(e) = dest.shutdown().await {
             tracing::warn!(target = target.name(), error = %e, "shutting the destination down failed");
         }
     }
     report
+}
+
+/// Runs `scenarios` (every implemented one when empty) against one destination and returns
+/// its row: the sink's claims from `describe()`, and per scenario the measurement and the
+/// verdict. `name` and `sink_crate` label the row.
+pub async fn run_destination(
+    name: &str,
+    sink_crate: &str,
+    provider: Option<ProviderKind>,
+    dest: &dyn Destination,
+    scenarios: &[Scenario],
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> TargetReport {
+    let scenarios: Vec<Scenario> = if scenarios.is_empty() {
+        scenarios::IMPLEMENTED.to_vec()
+    } else {
+        scenarios.to_vec()
+    };
+    // Opened first, so a sink that detects server features can name them.
+    let description = match dest.sink("pico-describe").await {
+        Ok(s) => {
+            if let Err(e) = s.sink.open().await {
+                tracing::warn!(target = name, error = %e, "opening the describe sink failed");
+            }
+            s.sink.describe()
+        }
+        Err(e) => {
+            let reason = match provider {
+                Some(p) => format!("{p}: building a sink failed: {e}"),
+                None => format!("building a sink failed: {e}"),
+            };
+            progress.skipped(name, &reason);
+            return TargetReport {
+                target: name.into(),
+                title: String::new(),
+                sink_crate: sink_crate.into(),
+                status: TargetStatus::NotVerifiedHere(reason),
+                mechanism: None,
+                provider,
+                server: Some(dest.server()),
+                docker_image: None,
+                date: today(),
+                size: None,
+                scenarios: Vec::new(),
+            };
+        }
+    };
+    let mut rows = Vec::new();
+    for scenario in &scenarios {
+        progress.started(name, *scenario);
+        let claim = description.claim(*scenario).clone();
+        let isolation = isolation_name(*scenario);
+        let cell = match scenarios::run(*scenario, dest, &isolation, opts.policy.clone(), opts.size)
+            .await
+        {
+            Ok(measured) => {
+                let (outcome, verdict) = judge(&claim, &measured);
+                ScenarioReport {
+                    scenario: *scenario,
+                    claim,
+                    outcome,
+                    verdict,
+                    measured: Some(measured),
+                }
+            }
+            Err(ScenarioError::NotApplicable(why)) => ScenarioReport {
+                scenario: *scenario,
+                claim,
+                outcome: format!("not applicable: {why}"),
+                verdict: Verdict::NotApplicable(why),
+                measured: None,
+            },
+            Err(ScenarioError::Failed(why)) => ScenarioReport {
+                scenario: *scenario,
+                claim,
+                outcome: format!("scenario failed: {why}"),
+                verdict: Verdict::Failed(why),
+                measured: None,
+            },
+        };
+        progress.finished(name, &cell);
+        rows.push(cell);
+    }
+    TargetReport {
+        target: name.into(),
+        title: String::new(),
+        sink_crate: sink_crate.into(),
+        status: TargetStatus::Verified,
+        mechanism: Some(description.mechanism),
+        provider,
+        server: Some(dest.server()),
+        docker_image: None,
+        date: today(),
+        size: Some(opts.size),
+        scenarios: rows,
+    }
+}
+
+/// Panics with every failing cell of `row` (loss, a contradicted claim, a failed scenario),
+/// for `cargo test`: `assert_conformant(&run_destination(…).await)`.
+pub fn assert_conformant(row: &TargetReport) {
+    assert_eq!(
+        row.status,
+        TargetStatus::Verified,
+        "{} was not verified",
+        row.target
+    );
+    let failures: Vec<String> = row
+        .scenarios
+        .iter()
+        .filter(|s| s.verdict.is_failure())
+        .map(|s| format!("{}: {}", s.scenario.id(), s.outcome))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} fails {} scenario(s):\n{}",
+        row.target,
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -1,9 +1,11 @@
-//! The target interface: what a sink provides to be tested.
+//! The interface between the suite and a sink under test.
 //!
-//! A [`Target`] provisions its destination through a provider ([`Target::provision`]); the
-//! resulting [`Destination`] builds sinks writing into an isolated table/index/bucket (one per
-//! scenario), reads back what that isolation holds as identities with payload checksums, and
-//! names the server it runs against. Scenarios are written once against these traits.
+//! [`Destination`] is all a sink's author implements to run every scenario on their own sink:
+//! build a sink writing into an isolated table/index/bucket (one per scenario), read back what
+//! that isolation holds (identities with payloads), and name the server. A [`Target`] adds
+//! provisioning — where the destination comes from ([`ProviderKind`]) — for suites that start
+//! their own servers, as the project's CLI does. Scenarios are written once against these
+//! traits.
 
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ use pico_sink::Sink;
 use pico_sink::identity::RecordId;
 use serde::{Deserialize, Serialize};
 
-use crate::fault::FaultSwitch;
+use crate::fault::{FaultSwitch, FaultySink};
 use crate::provider::ProviderKind;
 
 /// The server a destination runs on.
@@ -26,10 +28,39 @@ pub struct ServerInfo {
 
 /// A sink built for a scenario, with the switch for faults on its path.
 pub struct SinkUnderTest {
-    /// The sink.
-    pub sink: Box<dyn Sink>,
+    /// The sink (one instance may serve several partitions at once, as in a runtime).
+    pub sink: Arc<dyn Sink>,
     /// Fault injection between this sink and its destination, if the destination supports it.
     pub faults: Option<Arc<dyn FaultSwitch>>,
+}
+
+impl SinkUnderTest {
+    /// A sink with no fault path (the fault scenarios are then not applicable).
+    pub fn new(sink: impl Sink + 'static) -> Self {
+        Self {
+            sink: Arc::new(sink),
+            faults: None,
+        }
+    }
+
+    /// A sink with the switch for faults on its path.
+    pub fn with_faults(sink: impl Sink + 'static, faults: Arc<dyn FaultSwitch>) -> Self {
+        Self {
+            sink: Arc::new(sink),
+            faults: Some(faults),
+        }
+    }
+
+    /// A sink wrapped in [`FaultySink`]: faults injected at the sink's boundary, for
+    /// destinations without a network path to put a proxy on.
+    pub fn in_process(sink: impl Sink + 'static) -> Self {
+        let faulty = FaultySink::new(sink);
+        let switch = faulty.switch();
+        Self {
+            sink: Arc::new(faulty),
+            faults: Some(switch),
+        }
+    }
 }
 
 /// One stored record as read back: its identity, its value and a checksum of the value.
@@ -109,7 +140,12 @@ pub fn payload_checksum(form: PayloadForm, bytes: &[u8]) -> u64 {
     checksum(bytes)
 }
 
-/// A running destination of one target.
+/// A running destination: the read-back side of a sink under test. Implement it for your own
+/// sink and [`crate::runner::run_destination`] runs every scenario on it.
+///
+/// Errors are plain strings: they end up in the report. A `read_back` that fails is retried a
+/// few times (the network between the suite and the destination may be as flaky as the one
+/// between sink and destination).
 #[async_trait]
 pub trait Destination: Send + Sync {
     /// The server it runs on.
@@ -123,9 +159,22 @@ pub trait Destination: Send + Sync {
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
         None
     }
+    /// Why an answer lost on the fault path cannot follow a commit, if it cannot (the commit
+    /// happens elsewhere, e.g. in a local catalog while the path carries data files): the
+    /// lost-ack scenario is then not applicable, the other fault scenarios still are.
+    fn commit_off_the_fault_path(&self) -> Option<String> {
+        None
+    }
     /// A new sink (a new instance, as after a restart) writing into `isolation`.
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String>;
-    /// What `isolation` holds, read from the destination.
+    /// Waits until everything the destination accepted for `isolation` is visible to
+    /// `read_back` (a task queue drained, a refresh done). The default returns at once, for
+    /// destinations whose accepted writes are visible immediately.
+    async fn settle(&self, isolation: &str) -> Result<(), String> {
+        let _ = isolation;
+        Ok(())
+    }
+    /// What `isolation` holds, read from the destination (after [`Destination::settle`]).
     async fn read_back(&self, isolation: &str) -> Result<Readback, String>;
     /// Stops what the provider started.
     async fn shutdown(self: Box<Self>) -> Result<(), String>;
@@ -134,10 +183,21 @@ pub trait Destination: Send + Sync {
 /// A sink under conformance test.
 #[async_trait]
 pub trait Target: Send + Sync {
-    /// Row name in the table (`http-honouring`).
+    /// Stable short id: the row's name in the table and what `--sink` selects
+    /// (`postgres`, `iceberg-s3`, `http-honouring`).
     fn name(&self) -> &'static str;
+    /// What distinguishes this target from others of the same sink (`S3 warehouse`), if
+    /// anything.
+    fn title(&self) -> &'static str {
+        ""
+    }
     /// The crate under test (`pico-sink-http`).
     fn sink_crate(&self) -> &'static str;
+    /// The container image the docker provider runs (its pin), to show beside the version
+    /// that actually ran.
+    fn docker_image(&self) -> Option<String> {
+        None
+    }
     /// Providers this target supports, in the order `auto` tries them.
     fn providers(&self) -> Vec<ProviderKind>;
     /// Starts (or connects to) the destination; `Err` says why this provider cannot.

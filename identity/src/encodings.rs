@@ -86,6 +86,13 @@ pub const ENCODINGS: &[EncodingInfo] = &[
         injectivity: SHA256,
     },
     EncodingInfo {
+        method: "term_partition_key",
+        used_by: "Quickwit pico_partition_key (a raw-tokenized term: tokens of 255 bytes or more are dropped)",
+        alphabet: "any UTF-8",
+        max_len: Some(TERM_KEY_MAX),
+        injectivity: SHA256,
+    },
+    EncodingInfo {
         method: "idempotency_key",
         used_by: "HTTP Idempotency-Key (per batch), an RFC 8941 sf-string",
         alphabet: "printable ASCII without \" \\ % and space",
@@ -103,11 +110,14 @@ pub const DORIS_LABEL_MAX: usize = 128;
 /// A topic segment of an S3 key is kept to 255 bytes (file-system backed stores refuse longer
 /// names).
 pub const S3_SEGMENT_MAX: usize = 255;
+/// Search engines with a raw tokenizer (Quickwit, Tantivy) drop tokens of 255 bytes or more;
+/// a term key is kept below that.
+pub const TERM_KEY_MAX: usize = 254;
 /// Idempotency keys are kept to 255 bytes.
 pub const IDEMPOTENCY_KEY_MAX: usize = 255;
 
-/// How [`Scope::idempotency_key`] writes the key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How [`Scope::idempotency_key`] writes the key. `Debug` never prints the HMAC secret.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub enum IdempotencyKeyStyle {
     /// The escaped canonical batch text (readable in endpoint logs); SHA-256 when it would
     /// exceed 255 bytes. Anyone who knows the topic can compute it.
@@ -119,6 +129,15 @@ pub enum IdempotencyKeyStyle {
         /// The HMAC secret.
         secret: Vec<u8>,
     },
+}
+
+impl std::fmt::Debug for IdempotencyKeyStyle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Readable => f.write_str("Readable"),
+            Self::Keyed { .. } => f.write_str("Keyed { secret: <redacted> }"),
+        }
+    }
 }
 
 /// The SurrealDB record key `[topic, partition, offset]`, serialized as a JSON array.
@@ -161,6 +180,14 @@ impl Scope {
     pub fn elasticsearch_id(&self, id: &RecordId) -> String {
         let text = self.record_text(id);
         shorten(text.clone(), ELASTICSEARCH_ID_MAX, &text)
+    }
+
+    /// A topic-partition as one search term: [`Scope::partition_text`] (`[ns/]topic:partition`)
+    /// up to [`TERM_KEY_MAX`] bytes, `sha256-<hex>` above. The plain form always holds a `:`,
+    /// the hashed one never, so the two cannot meet.
+    pub fn term_partition_key(&self, topic: &str, partition: u32) -> String {
+        let text = self.partition_text(topic, partition);
+        shorten(text.clone(), TERM_KEY_MAX, &text)
     }
 
     /// Meilisearch primary key: the canonical text with every byte outside `[A-Za-z0-9-]`

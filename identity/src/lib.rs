@@ -40,7 +40,9 @@ mod namespace;
 mod record_id;
 
 pub use batch_id::BatchId;
-pub use encodings::{ENCODINGS, EncodingInfo, IdempotencyKeyStyle, Injectivity, SurrealRecordKey};
+pub use encodings::{
+    ENCODINGS, EncodingInfo, IdempotencyKeyStyle, Injectivity, SurrealRecordKey, TERM_KEY_MAX,
+};
 pub use error::IdentityError;
 pub use namespace::{Namespace, Scope};
 pub use record_id::RecordId;

@@ -126,6 +126,14 @@ proptest! {
     }
 
     #[test]
+    fn term_partition_keys_are_injective_and_short(a in record_id(), b in record_id(), scope in scope()) {
+        let ka = scope.term_partition_key(&a.topic, a.partition);
+        let kb = scope.term_partition_key(&b.topic, b.partition);
+        prop_assert!(ka.len() <= pico_identity::TERM_KEY_MAX, "{} bytes", ka.len());
+        prop_assert_eq!(ka == kb, a.topic == b.topic && a.partition == b.partition);
+    }
+
+    #[test]
     fn record_encodings_are_injective(a in record_id(), b in record_id(), scope in scope()) {
         prop_assume!(a != b);
         for ((name, x), (_, y)) in record_encodings(&scope, &a).into_iter().zip(record_encodings(&scope, &b)) {
@@ -282,6 +290,24 @@ fn long_topics_are_hash_shortened_and_distinct() {
         scope
             .s3_topic_segment(&"t".repeat(300))
             .starts_with("%-sha256-")
+    );
+}
+
+#[test]
+fn term_partition_keys_stay_below_the_raw_tokenizer_limit() {
+    let scope = Scope::default();
+    // 254 bytes in all stays readable; 255 and more is hashed (Quickwit drops tokens >= 255).
+    let fits = scope.term_partition_key(&"t".repeat(252), 0);
+    assert_eq!(fits.len(), 254);
+    assert!(fits.ends_with(":0"));
+    for topic_len in [253, 255, 1000] {
+        let key = scope.term_partition_key(&"t".repeat(topic_len), 0);
+        assert!(key.starts_with("sha256-") && key.len() == 71, "{key}");
+    }
+    let sneaky = scope.term_partition_key(&scope.term_partition_key(&"t".repeat(300), 0), 0);
+    assert!(
+        sneaky.contains(':'),
+        "a topic spelled like a hash stays plain: {sneaky}"
     );
 }
 

@@ -4,7 +4,9 @@
 
 use pico_conformance::report::{Report, TargetStatus, render_markdown};
 use pico_conformance::runner::{self, RunOptions, Silent};
-use pico_conformance::targets;
+use pico_conformance::scenarios::SuiteSize;
+use pico_sink::Scenario;
+use pico_suite::targets;
 use pico_workspace_tests::{sink_crates, workspace_root};
 
 fn committed() -> Report {
@@ -19,7 +21,7 @@ fn markdown_is_rendered_from_the_json_and_never_edited() {
     assert_eq!(
         md,
         render_markdown(&committed()),
-        "docs/duplicate-behaviour.md differs from what its JSON renders: regenerate with `cargo run -p pico-conformance -- run` (or `-- render`)"
+        "docs/duplicate-behaviour.md differs from what its JSON renders: regenerate with `./scripts/main-job.sh` (or `cargo run -p pico-suite -- render`)"
     );
 }
 
@@ -48,8 +50,12 @@ fn every_sink_crate_is_in_the_table() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_rows_match_a_fresh_run() {
     let report = committed();
+    // The scenarios whose outcome depends on chance (where a cut falls) are compared by
+    // verdict only.
+    let random = [Scenario::CancelledConsume, Scenario::FlakyNetwork];
     let opts = RunOptions {
         provider: Some(pico_conformance::provider::ProviderKind::Embedded),
+        size: SuiteSize::Reduced,
         ..RunOptions::default()
     };
     let fresh = runner::run(&targets::all(), &opts, &Silent).await;
@@ -69,13 +75,24 @@ async fn embedded_rows_match_a_fresh_run() {
                 .iter()
                 .find(|o| o.scenario == s.scenario)
                 .unwrap();
-            assert_eq!(
-                (&cell.outcome, &cell.verdict),
-                (&s.outcome, &s.verdict),
-                "{}/{} changed: regenerate the table",
-                t.target,
-                s.scenario.id()
-            );
+            if random.contains(&s.scenario) {
+                assert_eq!(
+                    cell.verdict.is_failure(),
+                    s.verdict.is_failure(),
+                    "{}/{} changed: regenerate the table ({})",
+                    t.target,
+                    s.scenario.id(),
+                    s.outcome
+                );
+            } else {
+                assert_eq!(
+                    (&cell.outcome, &cell.verdict),
+                    (&s.outcome, &s.verdict),
+                    "{}/{} changed: regenerate the table",
+                    t.target,
+                    s.scenario.id()
+                );
+            }
         }
     }
 }

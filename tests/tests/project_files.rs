@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use pico_conformance::images::IMAGES;
+use pico_suite::images::IMAGES;
 use pico_workspace_tests::{sink_crates, workspace_root};
 
 fn read(path: &str) -> String {

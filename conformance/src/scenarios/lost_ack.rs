@@ -5,9 +5,16 @@ use crate::fault::FaultMode;
 use super::{Ctx, ScenarioError, TOPIC, sample_batch};
 
 /// Arms a lost acknowledgement, checks that the sink saw an error while the destination holds
-/// the batch, then lets the driver retry the same batch with the same sink instance.
+/// the batch (once it settled: a task queue may apply an accepted request later), then lets the
+/// driver retry the same batch with the same sink instance.
+///
+/// A destination that does not hold the whole batch after the cut fails the scenario: either
+/// the fault did not fall after the commit, or the sink lost what it had sent.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
-    let mut under_test = ctx.new_sink().await?;
+    if let Some(why) = ctx.dest.commit_off_the_fault_path() {
+        return Err(ScenarioError::NotApplicable(why));
+    }
+    let under_test = ctx.new_sink().await?;
     let Some(faults) = under_test.faults.clone() else {
         return Err(ScenarioError::NotApplicable(
             "no fault path between sink and destination".into(),
@@ -28,16 +35,11 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         }
         Err(e) => e,
     };
-    let held = ctx
-        .dest
-        .read_back(&ctx.isolation)
-        .await
-        .map_err(|e| ScenarioError::Failed(format!("reading back after the cut: {e}")))?
-        .rows
-        .len();
+    let held = ctx.read_back().await?.rows.len();
     if held < batch.len() {
         return Err(ScenarioError::Failed(format!(
-            "the destination holds {held} of {} records after the cut: it had not committed",
+            "the destination holds {held} of {} records after the cut, once settled: it had not \
+             committed (the sink saw: {err})",
             batch.len()
         )));
     }
@@ -46,11 +48,11 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         faults.stats().acks_lost,
         batch.len()
     ));
-    let mut driver = pico_sink::Driver::with_policy(under_test.sink, ctx.policy.clone());
+    let mut driver = ctx.driver_for(under_test.sink);
     let delivered = ctx.deliver(&mut driver, &batch).await?;
     ctx.notes.push(format!(
         "retry reported {} written, {} already present",
-        delivered.report.written, delivered.report.already_present
+        delivered.outcome.written, delivered.outcome.already_present
     ));
     Ok(())
 }

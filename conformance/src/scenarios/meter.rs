@@ -15,7 +15,7 @@ use crate::meter::{
     DeliveryMode, Figures, Pipeline, Reading, deliver, generate_source, run_pipeline, serving_diff,
 };
 
-use super::{Ctx, ScenarioError, deliver as deliver_batch};
+use super::{Ctx, ScenarioError, deliver as deliver_batch, open, read_settled};
 
 /// Topic of the workload.
 pub const TOPIC: &str = "meter.readings";
@@ -73,9 +73,8 @@ async fn run_mode(
         .sink(&isolation)
         .await
         .map_err(|e| ScenarioError::Failed(format!("building the sink: {e}")))?;
-    let mut driver = pico_sink::Driver::with_policy(sink.sink, ctx.policy.clone());
-    driver
-        .open()
+    let mut driver = ctx.driver_for(sink.sink);
+    open(&mut driver)
         .await
         .map_err(|e| ScenarioError::Failed(format!("opening the sink: {e}")))?;
     for (chunk_no, chunk) in raw.chunks(BATCH).enumerate() {
@@ -104,11 +103,7 @@ async fn run_mode(
             deliver_batch(&mut driver, &batch(vec![again])?, &ledger).await?;
         }
     }
-    let back = ctx
-        .dest
-        .read_back(&isolation)
-        .await
-        .map_err(|e| ScenarioError::Failed(format!("reading back: {e}")))?;
+    let back = read_settled(ctx.dest, &isolation).await?;
     let measured = ledger.lock().compare(&back);
     let mut rows: Vec<(u64, Reading)> = Vec::new();
     let mut screened_out = 0;

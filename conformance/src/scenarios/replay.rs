@@ -11,7 +11,7 @@ pub async fn same_batch(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let delivered = ctx.deliver(&mut driver, &batch).await?;
     ctx.notes.push(format!(
         "replay reported {} written, {} already present",
-        delivered.report.written, delivered.report.already_present
+        delivered.outcome.written, delivered.outcome.already_present
     ));
     Ok(())
 }
@@ -26,7 +26,7 @@ pub async fn rebatched(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         .await?;
     ctx.notes.push(format!(
         "replay [50..=149] reported {} written, {} already present",
-        delivered.report.written, delivered.report.already_present
+        delivered.outcome.written, delivered.outcome.already_present
     ));
     Ok(())
 }

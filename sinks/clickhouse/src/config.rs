@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
+use pico_sink::Secret;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::ClickHouseSink`].
+/// Configuration of [`crate::ClickHouseSink`]. `Debug` never prints the password.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClickHouseSinkConfig {
     /// HTTP interface (`http://127.0.0.1:8123`).
     pub url: String,
@@ -15,7 +17,7 @@ pub struct ClickHouseSinkConfig {
     /// Table.
     pub table: String,
     /// User and password, if any.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<(String, Secret)>,
     /// Create the database and table at `open` when missing.
     pub create_if_missing: bool,
     /// Namespace qualifying `pico_topic`.

@@ -2,9 +2,10 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, EnvelopeHeader, Isolator, Record, RejectedRecord, Sink,
-    SinkError, WriteReport,
+    Attempt, Batch, Claim, Description, EnvelopeHeader, Isolator, Outcome, Record, RejectedRecord,
+    Sink, SinkError, WriteReport,
 };
+use tokio::sync::OnceCell;
 use tracing::debug;
 
 use crate::config::{ClickHouseSinkConfig, ident, literal};
@@ -14,9 +15,14 @@ use crate::tsv::escape;
 pub struct ClickHouseSink {
     config: ClickHouseSinkConfig,
     client: reqwest::Client,
-    version: Option<String>,
+    server: OnceCell<Server>,
+}
+
+/// What `open` learned about the server.
+#[derive(Debug, Clone)]
+struct Server {
+    version: String,
     tokens: bool,
-    ready: bool,
 }
 
 const COLUMNS: &str = "pico_topic, pico_partition, pico_offset, key, value, headers, ts";
@@ -68,26 +74,36 @@ fn classify(status: u16, body: &str, what: &str) -> SinkError {
 }
 
 impl ClickHouseSink {
-    /// Builds the HTTP client.
+    /// Builds its own HTTP client.
     pub fn new(config: ClickHouseSinkConfig) -> Result<Self, SinkError> {
-        reqwest::Url::parse(&config.url)
-            .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
         let client = reqwest::Client::builder()
             .timeout(config.request_timeout)
             .build()
-            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| SinkError::fatal("cannot build the HTTP client").with_source(e))?;
+        Self::with_client(client, config)
+    }
+
+    /// Uses an HTTP client the caller already has.
+    pub fn with_client(
+        client: reqwest::Client,
+        config: ClickHouseSinkConfig,
+    ) -> Result<Self, SinkError> {
+        reqwest::Url::parse(&config.url)
+            .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
         Ok(Self {
             config,
             client,
-            version: None,
-            tokens: false,
-            ready: false,
+            server: OnceCell::new(),
         })
     }
 
     /// The server version, once opened.
     pub fn server_version(&self) -> Option<&str> {
-        self.version.as_deref()
+        self.server.get().map(|s| s.version.as_str())
+    }
+
+    fn tokens(&self) -> bool {
+        self.server.get().is_some_and(|s| s.tokens)
     }
 
     /// The idempotency mechanisms in force on this server.
@@ -96,7 +112,7 @@ impl ClickHouseSink {
             "partition watermark",
             "ReplacingMergeTree (read with FINAL)",
         ];
-        if self.tokens {
+        if self.tokens() {
             m.push("insert_deduplication_token");
         }
         m
@@ -142,18 +158,16 @@ impl ClickHouseSink {
         if let Some((user, password)) = &self.config.credentials {
             req = req
                 .header("X-ClickHouse-User", user)
-                .header("X-ClickHouse-Key", password);
+                .header("X-ClickHouse-Key", password.expose());
         }
         let what: String = sql.chars().take(60).collect();
         let response = req
             .send()
             .await
-            .map_err(|e| fail(SinkError::retryable(format!("{what}: {e}"))))?;
+            .map_err(|e| fail(SinkError::retryable(format!("{what}: {e}")).with_source(e)))?;
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(|e| {
-            fail(SinkError::retryable(format!(
-                "{what}: reading the answer: {e}"
-            )))
+            fail(SinkError::retryable(format!("{what}: reading the answer: {e}")).with_source(e))
         })?;
         if status == 200 {
             Ok(bytes.to_vec())
@@ -166,16 +180,19 @@ impl ClickHouseSink {
         }
     }
 
-    async fn prepare(&mut self) -> Result<(), SinkError> {
-        if self.ready {
-            return Ok(());
-        }
+    async fn prepare(&self) -> Result<&Server, SinkError> {
+        self.server
+            .get_or_try_init(|| self.inspect_and_create())
+            .await
+    }
+
+    /// Learns the server version, creates what is missing, checks the table's columns.
+    async fn inspect_and_create(&self) -> Result<Server, SinkError> {
         let version =
             String::from_utf8_lossy(&self.run("SELECT version()", Vec::new(), &[]).await?)
                 .trim()
                 .to_owned();
-        self.tokens = major_minor(&version) >= (22, 2);
-        self.version = Some(version);
+        let tokens = major_minor(&version) >= (22, 2);
         let table = self.config.qualified();
         if self.config.create_if_missing {
             self.run(
@@ -187,7 +204,7 @@ impl ClickHouseSink {
                 &[],
             )
             .await?;
-            let settings = if self.tokens {
+            let settings = if tokens {
                 format!(
                     " SETTINGS non_replicated_deduplication_window = {}",
                     self.config.deduplication_window
@@ -231,8 +248,7 @@ impl ClickHouseSink {
                 missing.join(", ")
             )));
         }
-        self.ready = true;
-        Ok(())
+        Ok(Server { version, tokens })
     }
 
     /// Highest offset stored for a topic-partition, if any.
@@ -304,12 +320,12 @@ impl ClickHouseSink {
 
 #[async_trait]
 impl Sink for ClickHouseSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
-        self.prepare().await
+    async fn open(&self) -> Result<(), SinkError> {
+        self.prepare().await.map(|_| ())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
-        self.prepare().await?;
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let tokens = self.prepare().await?.tokens;
         let topic = self
             .config
             .scope
@@ -321,10 +337,7 @@ impl Sink for ClickHouseSink {
             None => Some(batch.clone()),
         };
         let Some(tail) = tail else {
-            return Ok(WriteReport {
-                written: 0,
-                already_present: batch.len() as u64,
-            });
+            return Ok(WriteReport::already_present(batch.len()).into());
         };
         // Mapped fields first: a payload that is not a JSON object is rejected here.
         let mut rejected = Vec::new();
@@ -339,10 +352,7 @@ impl Sink for ClickHouseSink {
                 .and_then(|v| pico_sink::extract_mapped(&v, &self.config.mapped_columns));
             match fields {
                 Ok(f) => ready.push((r, f)),
-                Err(reason) => rejected.push(RejectedRecord {
-                    id: r.id.clone(),
-                    reason,
-                }),
+                Err(reason) => rejected.push(RejectedRecord::new(r.id.clone(), reason)),
             }
         }
         let sql = format!(
@@ -356,9 +366,7 @@ impl Sink for ClickHouseSink {
         while let Some((start, end)) = plan.next_range() {
             let part = &ready[start..end];
             let mut settings = Vec::new();
-            if self.tokens
-                && let (Some(first), Some(last)) = (part.first(), part.last())
-            {
+            if tokens && let (Some(first), Some(last)) = (part.first(), part.last()) {
                 let id = pico_sink::identity::BatchId {
                     topic: first.0.id.topic.clone(),
                     partition: first.0.id.partition,
@@ -373,10 +381,7 @@ impl Sink for ClickHouseSink {
                 ));
             }
             let attempt = match self.run_data(&sql, self.rows(part), &settings).await {
-                Ok(_) => Attempt::Written(WriteReport {
-                    written: part.len() as u64,
-                    already_present: 0,
-                }),
+                Ok(_) => Attempt::Written(WriteReport::written(part.len())),
                 Err(Failed { data: true, error }) => Attempt::Refused(error.to_string()),
                 Err(Failed { error, .. }) => return Err(error),
             };
@@ -386,28 +391,26 @@ impl Sink for ClickHouseSink {
         rejected.extend(refused);
         report.already_present = (batch.len() - tail.len()) as u64;
         debug!(batch = %batch.id(), ?watermark, inserted = report.written, rejected = rejected.len(), "block inserted");
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
         let version = self
-            .version
-            .as_deref()
+            .server_version()
             .map(|v| format!(" (server {v})"))
             .unwrap_or_default();
-        Description {
-            sink: "clickhouse".into(),
-            mechanism: format!(
+        Description::new(
+            "clickhouse",
+            format!(
                 "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset); insert only \
                  offsets above the partition's max(pico_offset), one atomic block per batch; active{version}: {}",
                 self.active_mechanisms().join(", ")
             ),
-            claims: Vec::new(),
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+            Claim::NoVisibleDuplicate,
+        )
     }
 }

@@ -116,6 +116,14 @@ impl Batch {
         false
     }
 
+    /// The record at `offset`, if the batch holds it (binary search).
+    pub fn get(&self, offset: u64) -> Option<&Record> {
+        self.records
+            .binary_search_by_key(&offset, |r| r.id.offset)
+            .ok()
+            .map(|i| &self.records[i])
+    }
+
     /// The records with offsets above `watermark`, as a batch; `None` if there are none.
     /// Sinks with a committed watermark use it to write only the new tail of a replay.
     pub fn after(&self, watermark: u64) -> Option<Batch> {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// The failure scenarios of the conformance suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Scenario {
     /// The runtime dies after `consume`, before the commit; a new sink instance gets the same batch.
     ReplaySameBatch,
@@ -22,11 +23,17 @@ pub enum Scenario {
     BadInput,
     /// The meter-readings reference workload, read back from the destination.
     MeterReadings,
+    /// `consume` futures dropped at random await points (shutdown, rebalance, timeout), each
+    /// batch then redelivered.
+    CancelledConsume,
+    /// Many batches through a network that cuts a random share of requests and answers; the
+    /// runtime retries and restarts as it would.
+    FlakyNetwork,
 }
 
 impl Scenario {
     /// Every scenario, in table order.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::ReplaySameBatch,
         Scenario::ReplayRebatched,
         Scenario::LostAck,
@@ -35,6 +42,8 @@ impl Scenario {
         Scenario::ZombieWriter,
         Scenario::BadInput,
         Scenario::MeterReadings,
+        Scenario::CancelledConsume,
+        Scenario::FlakyNetwork,
     ];
 
     /// The scenario's id, as used on the command line and in the table.
@@ -48,6 +57,8 @@ impl Scenario {
             Scenario::ZombieWriter => "zombie-writer",
             Scenario::BadInput => "bad-input",
             Scenario::MeterReadings => "meter-readings",
+            Scenario::CancelledConsume => "cancelled-consume",
+            Scenario::FlakyNetwork => "flaky-network",
         }
     }
 
@@ -61,6 +72,7 @@ impl Scenario {
 /// scenario also checks that every offset sent arrived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+#[non_exhaustive]
 pub enum Claim {
     /// Every record is visible exactly once.
     NoVisibleDuplicate,
@@ -84,6 +96,7 @@ impl Claim {
 
 /// A sink's own account of its mechanism and of what each scenario leaves behind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Description {
     /// Short sink name (`postgres`, `http`, ...).
     pub sink: String,
@@ -96,6 +109,32 @@ pub struct Description {
 }
 
 impl Description {
+    /// A description claiming `default_claim` for every scenario.
+    pub fn new(
+        sink: impl Into<String>,
+        mechanism: impl Into<String>,
+        default_claim: Claim,
+    ) -> Self {
+        Self {
+            sink: sink.into(),
+            mechanism: mechanism.into(),
+            claims: Vec::new(),
+            default_claim,
+        }
+    }
+
+    /// The same description with `claim` for `scenario`.
+    pub fn with_claim(mut self, scenario: Scenario, claim: Claim) -> Self {
+        self.claims.retain(|(s, _)| *s != scenario);
+        self.claims.push((scenario, claim));
+        self
+    }
+
+    /// A claim that the suite measures and reports, with why the sink cannot claim more.
+    pub fn measured(why: impl Into<String>) -> Claim {
+        Claim::Measured { why: why.into() }
+    }
+
     /// The claim for one scenario.
     pub fn claim(&self, scenario: Scenario) -> &Claim {
         self.claims

@@ -1,15 +1,21 @@
 //! The reference driver: the runtime loop of the delivery-guarantees spec, for embedding and for
 //! the conformance suite.
 //!
-//! For each batch: `consume`; on success hand rejected records (if any) to the dead-letter hook,
-//! then commit the offset. On a retryable error, retry the same batch, offset unmoved, up to
-//! [`RetryPolicy::max_attempts`] attempts with exponential backoff (200 ms doubling to at most
-//! 5 s by default; a longer `Retry-After` from the destination is honoured up to
-//! [`RetryPolicy::max_retry_after`]). The last failure stops the driver with an error: every later
-//! `deliver` fails at once, as a runtime marks the sink `Error`.
+//! For each batch: `consume`; on success hand rejected records (if any, whole records with their
+//! reasons) to the dead-letter hook, then commit the offset. On a retryable error, retry the
+//! same batch, offset unmoved, up to [`RetryPolicy::max_attempts`] attempts with jittered
+//! exponential backoff (by default the n-th wait is drawn from `[max(200 ms, d/2), d]` with
+//! `d = 200 ms · 2^(n-1)` capped at 5 s, so many workers retrying a recovered destination do not
+//! move in lockstep, and every wait stays inside the spec's 200 ms → 5 s envelope; a longer
+//! `Retry-After` from the destination is honoured up to [`RetryPolicy::max_retry_after`]). The
+//! last failure stops the driver with an error: every later `deliver` fails at once, as a
+//! runtime marks the sink `Error`, until [`Driver::reset`] (an operator's restart).
 //!
 //! One deliberate difference from the spec's runtime: a [`SinkError::Fatal`] (misconfiguration)
 //! stops at once instead of being retried four more times, since no retry can fix it.
+//!
+//! A driver holds its sink by value; to serve many partitions with one sink instance, give each
+//! partition's driver an `Arc` of the same sink (`Arc<S>` is a [`Sink`]).
 
 use std::time::Duration;
 
@@ -19,11 +25,12 @@ use thiserror::Error;
 use tracing::{debug, warn};
 
 use crate::batch::Batch;
-use crate::error::{RejectedRecord, SinkError};
-use crate::sink::{Sink, WriteReport};
+use crate::error::{DeadLetter, SinkError};
+use crate::sink::{Outcome, Sink};
 
 /// Retry schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Attempts per batch, the first included (spec: 5).
     pub max_attempts: u32,
@@ -33,6 +40,8 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// Upper bound for a destination-given `Retry-After`.
     pub max_retry_after: Duration,
+    /// Draw each wait from `[max(initial, d/2), d]` instead of waiting exactly `d`.
+    pub jitter: bool,
 }
 
 impl Default for RetryPolicy {
@@ -42,12 +51,35 @@ impl Default for RetryPolicy {
             initial_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
+            jitter: true,
         }
     }
 }
 
 impl RetryPolicy {
-    /// The wait after the `failures`-th consecutive failure (1-based), before any `Retry-After`.
+    /// A policy of `max_attempts` attempts, the rest as the spec's default.
+    pub fn attempts(max_attempts: u32) -> Self {
+        Self {
+            max_attempts,
+            ..Self::default()
+        }
+    }
+
+    /// The same policy with jitter on or off (off: exact doubling, for reproducible tests).
+    pub fn with_jitter(mut self, jitter: bool) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The same policy with another backoff envelope.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+        self
+    }
+
+    /// The nominal wait after the `failures`-th consecutive failure (1-based): `initial`
+    /// doubled per further failure, capped at `max_backoff`.
     pub fn backoff(&self, failures: u32) -> Duration {
         let doublings = failures.saturating_sub(1).min(31);
         self.initial_backoff
@@ -55,16 +87,32 @@ impl RetryPolicy {
             .min(self.max_backoff)
     }
 
-    /// The wait after the `failures`-th failure given the error's own `Retry-After`.
-    pub fn delay(&self, failures: u32, error: &SinkError) -> Duration {
-        let backoff = self.backoff(failures);
-        match error {
-            SinkError::Retryable {
-                retry_after: Some(after),
-                ..
-            } => backoff.max((*after).min(self.max_retry_after)),
-            _ => backoff,
+    /// The range a jittered wait after the `failures`-th failure is drawn from.
+    pub fn backoff_range(&self, failures: u32) -> (Duration, Duration) {
+        let nominal = self.backoff(failures);
+        if !self.jitter {
+            return (nominal, nominal);
         }
+        (
+            (nominal / 2).max(self.initial_backoff).min(nominal),
+            nominal,
+        )
+    }
+
+    /// The wait after the `failures`-th failure given the error's own `Retry-After`, with
+    /// `unit` in `[0, 1]` placing it inside [`RetryPolicy::backoff_range`].
+    pub fn delay_at(&self, failures: u32, error: &SinkError, unit: f64) -> Duration {
+        let (low, high) = self.backoff_range(failures);
+        let backoff = low + (high - low).mul_f64(unit.clamp(0.0, 1.0));
+        match error.retry_after() {
+            Some(after) => backoff.max(after.min(self.max_retry_after)),
+            None => backoff,
+        }
+    }
+
+    /// The wait after the `failures`-th failure, jittered when the policy says so.
+    pub fn delay(&self, failures: u32, error: &SinkError) -> Duration {
+        self.delay_at(failures, error, fastrand::f64())
     }
 }
 
@@ -73,8 +121,9 @@ impl RetryPolicy {
 pub trait DriverHooks: Send {
     /// Commits the consumer offset past `batch` (called only after the sink succeeded).
     async fn commit(&mut self, batch: &BatchId) -> Result<(), String>;
-    /// Receives records the destination refused, before the commit.
-    async fn dead_letter(&mut self, records: &[RejectedRecord]) -> Result<(), String>;
+    /// Receives the records the destination refused (whole records with their reasons), before
+    /// the commit. If it fails, nothing is committed and the batch will be delivered again.
+    async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String>;
 }
 
 /// Hooks that keep commits and dead letters in memory (tests, conformance, examples).
@@ -82,8 +131,8 @@ pub trait DriverHooks: Send {
 pub struct MemoryHooks {
     /// Every committed batch, in order.
     pub committed: Vec<BatchId>,
-    /// Every dead-lettered record, in order.
-    pub dead_letters: Vec<RejectedRecord>,
+    /// Every dead letter, in order.
+    pub dead_letters: Vec<DeadLetter>,
 }
 
 #[async_trait]
@@ -93,25 +142,34 @@ impl DriverHooks for MemoryHooks {
         Ok(())
     }
 
-    async fn dead_letter(&mut self, records: &[RejectedRecord]) -> Result<(), String> {
-        self.dead_letters.extend_from_slice(records);
+    async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String> {
+        self.dead_letters.extend_from_slice(letters);
         Ok(())
     }
 }
 
 /// A batch the driver delivered and committed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Delivered {
     /// Attempts it took (1 = first try).
     pub attempts: u32,
-    /// What the sink reported.
-    pub report: WriteReport,
+    /// What the sink reported (its rejections went to the dead-letter hook).
+    pub outcome: Outcome,
+    /// The errors of the failed attempts before the success, in order.
+    pub retried: Vec<SinkError>,
+}
+
+impl Delivered {
     /// Records handed to the dead-letter hook.
-    pub dead_lettered: usize,
+    pub fn dead_lettered(&self) -> usize {
+        self.outcome.rejected.len()
+    }
 }
 
 /// Why the driver did not commit a batch.
 #[derive(Debug, Clone, Error)]
+#[non_exhaustive]
 pub enum DriverError {
     /// Every attempt failed; the driver is stopped.
     #[error("gave up after {attempts} attempts, driver stopped: {last}")]
@@ -165,14 +223,20 @@ impl<S: Sink> Driver<S> {
         &self.sink
     }
 
-    /// The sink, mutably.
-    pub fn sink_mut(&mut self) -> &mut S {
-        &mut self.sink
+    /// The retry policy.
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
     }
 
     /// Why the driver stopped, if it did.
     pub fn stopped(&self) -> Option<&str> {
         self.stopped.as_deref()
+    }
+
+    /// Lets a stopped driver take batches again (an operator fixed the cause, or a supervisor
+    /// restarts the pipeline). The batch that stopped it was not committed: deliver it again.
+    pub fn reset(&mut self) {
+        self.stopped = None;
     }
 
     /// Opens the sink, retrying like a batch.
@@ -185,7 +249,8 @@ impl<S: Sink> Driver<S> {
                 Err(err) => err,
             };
             failures += 1;
-            self.wait_or_stop(failures, err).await?;
+            warn!(attempt = failures, error = %crate::error_chain(&err), "open failed");
+            self.wait_or_stop(failures, &err).await?;
         }
     }
 
@@ -196,38 +261,38 @@ impl<S: Sink> Driver<S> {
         hooks: &mut dyn DriverHooks,
     ) -> Result<Delivered, DriverError> {
         self.check_running()?;
-        let mut failures = 0;
+        let mut retried = Vec::new();
         loop {
-            let (report, rejected) = match self.sink.consume(batch).await {
-                Ok(report) => (report, Vec::new()),
-                Err(SinkError::Rejected { records, written }) => (written, records),
+            let outcome = match self.sink.consume(batch).await {
+                Ok(outcome) => outcome,
                 Err(err) => {
-                    failures += 1;
-                    warn!(batch = %batch.id(), attempt = failures, error = %err, "consume failed");
-                    self.wait_or_stop(failures, err).await?;
+                    let failures = retried.len() as u32 + 1;
+                    warn!(batch = %batch.id(), attempt = failures, error = %crate::error_chain(&err), "consume failed");
+                    self.wait_or_stop(failures, &err).await?;
+                    retried.push(err);
                     continue;
                 }
             };
-            if !rejected.is_empty() {
-                warn!(batch = %batch.id(), count = rejected.len(), "records rejected, dead-lettering");
-                if let Err(e) = hooks.dead_letter(&rejected).await {
+            if !outcome.rejected.is_empty() {
+                warn!(batch = %batch.id(), count = outcome.rejected.len(), first = %outcome.rejected[0].id, reason = %outcome.rejected[0].reason, "records rejected, dead-lettering");
+                if let Err(e) = hooks.dead_letter(&outcome.dead_letters(batch)).await {
                     return Err(self.stop(DriverError::DeadLetter(e)));
                 }
             }
             if let Err(e) = hooks.commit(batch.id()).await {
                 return Err(self.stop(DriverError::Commit(e)));
             }
-            debug!(batch = %batch.id(), attempts = failures + 1, "committed");
+            debug!(batch = %batch.id(), attempts = retried.len() + 1, "committed");
             return Ok(Delivered {
-                attempts: failures + 1,
-                report,
-                dead_lettered: rejected.len(),
+                attempts: retried.len() as u32 + 1,
+                outcome,
+                retried,
             });
         }
     }
 
     /// Closes the sink and returns it.
-    pub async fn close(mut self) -> Result<S, SinkError> {
+    pub async fn close(self) -> Result<S, SinkError> {
         self.sink.close().await?;
         Ok(self.sink)
     }
@@ -247,17 +312,17 @@ impl<S: Sink> Driver<S> {
     }
 
     /// After the `failures`-th failure: sleep per the policy, or stop the driver.
-    async fn wait_or_stop(&mut self, failures: u32, err: SinkError) -> Result<(), DriverError> {
-        if matches!(err, SinkError::Fatal { .. }) {
-            return Err(self.stop(DriverError::Fatal(err)));
+    async fn wait_or_stop(&mut self, failures: u32, err: &SinkError) -> Result<(), DriverError> {
+        if !err.is_retryable() {
+            return Err(self.stop(DriverError::Fatal(err.clone())));
         }
         if failures >= self.policy.max_attempts {
             return Err(self.stop(DriverError::GaveUp {
                 attempts: failures,
-                last: err,
+                last: err.clone(),
             }));
         }
-        tokio::time::sleep(self.policy.delay(failures, &err)).await;
+        tokio::time::sleep(self.policy.delay(failures, err)).await;
         Ok(())
     }
 }

@@ -90,10 +90,7 @@ impl Isolator {
         let (report, refused) = self.finish();
         let rejected = refused
             .into_iter()
-            .map(|(i, reason)| RejectedRecord {
-                id: id_of(i),
-                reason,
-            })
+            .map(|(i, reason)| RejectedRecord::new(id_of(i), reason))
             .collect();
         (report, rejected)
     }

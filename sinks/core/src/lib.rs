@@ -2,14 +2,19 @@
 //!
 //! * [`Record`] and [`Batch`]: what a runtime hands a sink — records of one topic-partition with
 //!   strictly increasing offsets; an invalid batch is an error, never a panic.
-//! * [`Sink`]: `open`, `consume`, `close`, `describe`. `consume` returns only after the
-//!   destination has durably accepted the batch, and may be called again with the same or an
-//!   overlapping batch at any time, from a new process.
-//! * [`SinkError`]: `Retryable` (try the same batch again), `Fatal` (misconfiguration: the
-//!   message says what to change), `Rejected` (records the destination cannot take, each with its
-//!   offset and reason; the rest of the batch was written).
+//! * [`Sink`]: `open`, `consume`, `close`, `describe`, all on `&self`: one instance serves every
+//!   partition of a process. `consume` returns only after the destination has durably accepted
+//!   the batch, and may be called again with the same or an overlapping batch at any time, from
+//!   a new process, and its future may be dropped at any await point.
+//! * [`Outcome`]: what `consume` did — written, already present, and the records the
+//!   destination cannot take ([`RejectedRecord`], each with its offset and reason). `Ok` means
+//!   the offset may be committed.
+//! * [`SinkError`]: `Retryable` (try the same batch again; may carry `Retry-After`) or `Fatal`
+//!   (misconfiguration: the message says what to change), each with its source error.
 //! * [`Driver`]: the reference runtime loop — consume, commit only after success, retry the same
-//!   batch with exponential backoff, hand rejected records to a dead-letter hook.
+//!   batch with jittered exponential backoff, hand rejected records (whole, as [`DeadLetter`]s)
+//!   to a dead-letter hook.
+//! * [`Secret`], [`redact_url`]: how configurations keep credentials out of `Debug`.
 //! * [`Scenario`] and [`Claim`]: the vocabulary a sink uses in [`Sink::describe`] to say what a
 //!   replay becomes; the conformance suite checks those claims against real servers.
 
@@ -22,6 +27,7 @@ mod error;
 mod isolate;
 mod mapping;
 mod record;
+mod secret;
 mod sink;
 
 pub use batch::{Batch, BatchError};
@@ -29,9 +35,10 @@ pub use claim::{Claim, Description, Scenario};
 pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 pub use envelope::{Envelope, EnvelopeError, EnvelopeHeader, Payload};
-pub use error::{RejectedRecord, SinkError, convert_records, error_chain};
+pub use error::{DeadLetter, ErrorSource, RejectedRecord, SinkError, convert_records, error_chain};
 pub use isolate::{Attempt, Isolator};
 pub use mapping::{MappedColumn, extract_mapped};
 pub use pico_identity as identity;
 pub use record::{Header, Record};
-pub use sink::{Sink, WriteReport};
+pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url};
+pub use sink::{Outcome, Sink, WriteReport};

@@ -3,8 +3,9 @@
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::DeltaSink`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Configuration of [`crate::DeltaSink`]. `Debug` redacts secret storage options.
+#[derive(Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeltaSinkConfig {
     /// Table location: a local path or a URL (`file:///…`, or `s3://bucket/path` with the
     /// crate's `s3` feature).
@@ -25,6 +26,21 @@ pub struct DeltaSinkConfig {
     pub scope: Scope,
 }
 
+impl std::fmt::Debug for DeltaSinkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut options = pico_sink::redact_options(self.storage_options.iter());
+        options.sort();
+        f.debug_struct("DeltaSinkConfig")
+            .field("location", &pico_sink::redact_url(&self.location))
+            .field("storage_options", &options)
+            .field("create_if_missing", &self.create_if_missing)
+            .field("checkpoint_interval", &self.checkpoint_interval)
+            .field("commit_attempts", &self.commit_attempts)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
 impl DeltaSinkConfig {
     /// Defaults: create if missing, a checkpoint every 10 commits, 32 commit attempts.
     pub fn new(location: impl Into<String>) -> Self {
@@ -36,5 +52,24 @@ impl DeltaSinkConfig {
             commit_attempts: 32,
             scope: Scope::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_secret_storage_options() {
+        let mut c = DeltaSinkConfig::new("s3://bucket/table");
+        c.storage_options
+            .insert("AWS_SECRET_ACCESS_KEY".into(), "wJalrXUtnFEMI".into());
+        c.storage_options
+            .insert("AWS_ACCESS_KEY_ID".into(), "AKIA".into());
+        let text = format!("{c:?}");
+        assert!(
+            text.contains("AKIA") && !text.contains("wJalrXUtnFEMI"),
+            "{text}"
+        );
     }
 }

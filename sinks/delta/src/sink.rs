@@ -7,7 +7,8 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
 use pico_sink::identity::Scope;
-use pico_sink::{Batch, Claim, Description, RejectedRecord, Sink, SinkError, WriteReport};
+use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
+use tokio::sync::{Mutex, MutexGuard};
 use tracing::debug;
 
 use crate::arrow_rows::{delta_columns, to_arrow};
@@ -19,9 +20,14 @@ pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
 }
 
 /// Commits one batch per Delta version with its watermark; see the crate docs.
+///
+/// One instance serves every partition of a process. Batches of one table commit one after
+/// the other (each is one table version, so concurrent commits of one table would only race
+/// for the next version): the loaded table is kept behind an async lock held for the whole
+/// commit. Writers in other processes race as before and are handled by the re-read.
 pub struct DeltaSink {
     config: DeltaSinkConfig,
-    table: Option<DeltaTable>,
+    table: Mutex<Option<DeltaTable>>,
 }
 
 fn table_url(location: &str) -> Result<url::Url, SinkError> {
@@ -44,8 +50,13 @@ fn table_url(location: &str) -> Result<url::Url, SinkError> {
 /// Storage and I/O problems may pass (also when wrapped, as kernel errors wrap object-store
 /// errors); denied access and everything else is configuration.
 fn error(e: DeltaTableError, what: &str) -> SinkError {
+    let error = classify(&e, what);
+    error.with_source(e)
+}
+
+fn classify(e: &DeltaTableError, what: &str) -> SinkError {
     use deltalake::ObjectStoreError;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(store) = s.downcast_ref::<ObjectStoreError>() {
             return match store {
@@ -65,9 +76,9 @@ fn error(e: DeltaTableError, what: &str) -> SinkError {
         DeltaTableError::ObjectStore { .. } | DeltaTableError::Io { .. } => {
             SinkError::retryable(format!("{what}: {e}"))
         }
-        // The kernel keeps its object-store error (of its own object_store version) without
-        // exposing it as a source: recognise it by its text.
-        DeltaTableError::KernelError(ref k) if transient_kernel_error(&k.to_string()) => {
+        // The kernel (and delta-rs's generic errors) keep an object-store error of their own
+        // object_store version without exposing it as a source: recognise it by its text.
+        other if transient_kernel_error(&other.to_string()) => {
             SinkError::retryable(format!("{what}: {e}"))
         }
         other => SinkError::fatal(format!("{what}: {other}")),
@@ -107,16 +118,17 @@ impl DeltaSink {
     pub fn new(config: DeltaSinkConfig) -> Self {
         Self {
             config,
-            table: None,
+            table: Mutex::new(None),
         }
     }
 
     /// Appends every record of `batch` in one plain commit with no watermark read and no `txn`
     /// action: the plain append of the same rows that benchmarks compare the sink with. A
     /// replay through it duplicates; do not use it to deliver.
-    pub async fn append_unguarded(&mut self, batch: &Batch) -> Result<(), SinkError> {
+    pub async fn append_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
         let scope = self.config.scope.clone();
-        let table = self.table().await?;
+        let mut guard = self.table().await?;
+        let table = loaded(&mut guard)?;
         let rows = to_arrow(&scope, batch.records())
             .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
         let mut writer =
@@ -132,8 +144,10 @@ impl DeltaSink {
             .map_err(|e| error(e, "committing"))
     }
 
-    async fn table(&mut self) -> Result<&mut DeltaTable, SinkError> {
-        if self.table.is_none() {
+    /// The loaded table, under the sink's lock (loaded or created on first use).
+    async fn table(&self) -> Result<MutexGuard<'_, Option<DeltaTable>>, SinkError> {
+        let mut slot = self.table.lock().await;
+        if slot.is_none() {
             let url = table_url(&self.config.location)?;
             let table = DeltaTable::try_from_url_with_storage_options(
                 url,
@@ -168,33 +182,41 @@ impl DeltaSink {
                     self.config.location
                 )));
             };
-            self.table = Some(table);
+            *slot = Some(table);
         }
-        self.table
-            .as_mut()
-            .ok_or_else(|| SinkError::fatal("table not loaded"))
+        Ok(slot)
     }
+}
+
+/// The table inside a guard that [`DeltaSink::table`] filled.
+fn loaded<'a>(
+    slot: &'a mut MutexGuard<'_, Option<DeltaTable>>,
+) -> Result<&'a mut DeltaTable, SinkError> {
+    slot.as_mut()
+        .ok_or_else(|| SinkError::fatal("the Delta table is not loaded"))
 }
 
 #[async_trait]
 impl Sink for DeltaSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         self.table().await.map(|_| ())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let (fit, rejected): (Vec<_>, Vec<_>) = batch
             .records()
             .iter()
             .partition(|r| i64::try_from(r.id.offset).is_ok());
         let rejected: Vec<RejectedRecord> = rejected
             .into_iter()
-            .map(|r| RejectedRecord {
-                id: r.id.clone(),
-                reason: format!(
-                    "offset {} is above i64::MAX: a Delta long and the txn version are signed",
-                    r.id.offset
-                ),
+            .map(|r| {
+                RejectedRecord::new(
+                    r.id.clone(),
+                    format!(
+                        "offset {} is above i64::MAX: a Delta long and the txn version are signed",
+                        r.id.offset
+                    ),
+                )
             })
             .collect();
         let app = app_id(&self.config.scope, batch.topic(), batch.partition());
@@ -204,7 +226,8 @@ impl Sink for DeltaSink {
         if !fit.is_empty() {
             let fit = Batch::new(fit.into_iter().cloned().collect())
                 .map_err(|e| SinkError::fatal(format!("{e}")))?;
-            let table = self.table().await?;
+            let mut guard = self.table().await?;
+            let table = loaded(&mut guard)?;
             let mut done = false;
             for attempt in 1..=attempts {
                 table
@@ -285,29 +308,42 @@ impl Sink for DeltaSink {
                 )));
             }
         }
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "delta".into(),
-            mechanism: "one commit per batch with a txn action (app id pico:topic:partition, version = \
-                        last offset) in the same log entry as the data; only offsets above the committed \
-                        version are written; commits without automatic rebase, retried after re-reading"
-                .into(),
-            claims: Vec::new(),
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "delta",
+            "one commit per batch with a txn action (app id pico:topic:partition, version = last \
+             offset) in the same log entry as the data; only offsets above the committed version \
+             are written; commits without automatic rebase, retried after re-reading",
+            Claim::NoVisibleDuplicate,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::transient_kernel_error;
+
+    #[test]
+    fn generic_errors_wrapping_a_store_failure_are_retryable() {
+        // Seen under the flaky-network scenario: a cut LIST inside a commit.
+        let e = deltalake::DeltaTableError::Generic(
+            "Error interacting with object store: Generic S3 error: Error performing list \
+             request: HTTP error: error sending request"
+                .into(),
+        );
+        assert!(super::classify(&e, "committing").is_retryable());
+        let denied = deltalake::DeltaTableError::Generic(
+            "Error interacting with object store: Generic S3 error: 403 Access Denied".into(),
+        );
+        assert!(super::classify(&denied, "committing").is_fatal());
+    }
 
     #[test]
     fn kernel_storage_errors_are_transient_unless_about_access() {

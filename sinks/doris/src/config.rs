@@ -7,6 +7,7 @@ use pico_sink::identity::Scope;
 
 /// Configuration of [`crate::DorisSink`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DorisSinkConfig {
     /// FE HTTP address (`http://127.0.0.1:8030`).
     pub fe_url: String,
@@ -20,7 +21,7 @@ pub struct DorisSinkConfig {
     /// User (basic auth).
     pub user: String,
     /// Password.
-    pub password: String,
+    pub password: pico_sink::Secret,
     /// Create the database and a Unique Key table when missing.
     pub create_table: bool,
     /// `replication_num` of a table the sink creates (Doris's default when `None`).
@@ -46,7 +47,7 @@ impl DorisSinkConfig {
             database: database.into(),
             table: table.into(),
             user: "root".into(),
-            password: String::new(),
+            password: pico_sink::Secret::default(),
             create_table: true,
             replication_num: None,
             label_wait: Duration::from_secs(60),

@@ -3,10 +3,10 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use pico_http_common::{Reply, base_url, exchange};
+use pico_http_common::{HttpClient, Reply, base_url, exchange};
 use pico_sink::identity::BatchId;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
     convert_records,
 };
 use reqwest::header::{CONTENT_TYPE, EXPECT, LOCATION};
@@ -19,7 +19,7 @@ use crate::sql;
 /// Stream Loads batches with a label from the batch identity; see the crate docs.
 pub struct DorisSink {
     config: DorisSinkConfig,
-    client: reqwest::Client,
+    client: HttpClient,
     fe: reqwest::Url,
     load_url: reqwest::Url,
 }
@@ -38,6 +38,23 @@ struct SqlAnswer {
 impl DorisSink {
     /// Checks the configuration and builds the client; bad URLs or names are `Fatal`.
     pub fn new(config: DorisSinkConfig) -> Result<Self, SinkError> {
+        // Redirects are followed by hand so that credentials reach the BE.
+        let client = HttpClient::new(&config.http, false)?;
+        Self::build(client, config)
+    }
+
+    /// Uses an HTTP client the caller already has. It must not follow redirects
+    /// (`reqwest::redirect::Policy::none()`): the FE redirects a Stream Load to a BE, and the
+    /// sink follows by hand so the credentials reach the BE.
+    pub fn with_client(
+        client: reqwest::Client,
+        config: DorisSinkConfig,
+    ) -> Result<Self, SinkError> {
+        let client = HttpClient::with_client(client, &config.http)?;
+        Self::build(client, config)
+    }
+
+    fn build(client: HttpClient, config: DorisSinkConfig) -> Result<Self, SinkError> {
         sql::check_name(&config.database, "database").map_err(SinkError::fatal)?;
         sql::check_name(&config.table, "table").map_err(SinkError::fatal)?;
         let fe = base_url(&config.fe_url, "fe_url")?;
@@ -51,8 +68,6 @@ impl DorisSink {
                 config.database, config.table
             ))
             .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
-        // Redirects are followed by hand so that credentials reach the BE.
-        let client = config.http.client(false)?;
         Ok(Self {
             config,
             client,
@@ -62,7 +77,7 @@ impl DorisSink {
     }
 
     fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        request.basic_auth(&self.config.user, Some(&self.config.password))
+        request.basic_auth(&self.config.user, Some(self.config.password.expose()))
     }
 
     /// Runs one statement through the FE's SQL endpoint; the rows of a result set.
@@ -178,10 +193,7 @@ impl DorisSink {
                     }));
                 }
                 LoadOutcome::AlreadyLoaded => {
-                    return Ok(Attempt::Written(WriteReport {
-                        written: 0,
-                        already_present: rows as u64,
-                    }));
+                    return Ok(Attempt::Written(WriteReport::already_present(rows)));
                 }
                 LoadOutcome::Running if started.elapsed() < self.config.label_wait => {
                     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -206,7 +218,7 @@ impl DorisSink {
 
 #[async_trait]
 impl Sink for DorisSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         if self.config.create_table {
             self.sql(
                 "information_schema",
@@ -223,7 +235,7 @@ impl Sink for DorisSink {
         Ok(())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         let id = batch.id();
         let (rows, mut rejected) = convert_records(batch, |i, r| {
@@ -252,22 +264,21 @@ impl Sink for DorisSink {
         }
         let (report, refused) = plan.finish_rejecting(|i| records[rows[i].0].id.clone());
         rejected.extend(refused);
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "doris".into(),
-            mechanism: "Stream Load labelled [ns/]topic:partition:first..=last (Label Already \
-                        Exists + FINISHED = already written) into a Unique Key table on \
-                        (pico_topic, pico_partition, pico_offset)"
-                .into(),
-            claims: vec![(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)],
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "doris",
+            "Stream Load labelled [ns/]topic:partition:first..=last (Label Already Exists + \
+             FINISHED = already written) into a Unique Key table on (pico_topic, pico_partition, \
+             pico_offset)",
+            Claim::NoVisibleDuplicate,
+        )
+        .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }

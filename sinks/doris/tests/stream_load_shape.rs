@@ -86,7 +86,7 @@ async fn redirect_keeps_credentials_and_labels_dedupe() {
 
     let mut config = DorisSinkConfig::new(fe, "pico", "events");
     config.create_table = false;
-    let mut sink = DorisSink::new(config).unwrap();
+    let sink = DorisSink::new(config).unwrap();
     let batch = Batch::new(
         (10..13)
             .map(|o| Record::new(RecordId::new("orders", 2, o), format!("{{\"n\":{o}}}")))
@@ -119,7 +119,7 @@ async fn bad_names_and_unreachable_servers_map_to_the_contract() {
     ));
     let mut config = DorisSinkConfig::new("http://127.0.0.1:1", "pico", "events");
     config.create_table = false;
-    let mut sink = DorisSink::new(config).unwrap();
+    let sink = DorisSink::new(config).unwrap();
     let batch = Batch::new(vec![Record::new(RecordId::new("t", 0, 0), "x")]).unwrap();
     assert!(sink.consume(&batch).await.unwrap_err().is_retryable());
 }

@@ -36,8 +36,9 @@ impl Refresh {
     }
 }
 
-/// Configuration of [`crate::ElasticsearchSink`].
+/// Configuration of [`crate::ElasticsearchSink`]. `Debug` redacts credential headers.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ElasticsearchSinkConfig {
     /// Base URL (`http://127.0.0.1:9200`).
     pub url: String,

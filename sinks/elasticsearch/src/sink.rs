@@ -1,10 +1,10 @@
 //! [`ElasticsearchSink`].
 
 use async_trait::async_trait;
-use pico_http_common::{Reply, base_url, exchange};
+use pico_http_common::{HttpClient, Reply, base_url, exchange};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, RejectedRecord, Scenario, Sink, SinkError,
-    WriteReport, convert_records,
+    Attempt, Batch, Claim, Description, Isolator, Outcome, RejectedRecord, Scenario, Sink,
+    SinkError, WriteReport, convert_records,
 };
 use reqwest::header::CONTENT_TYPE;
 use tracing::warn;
@@ -15,7 +15,7 @@ use crate::config::{ElasticsearchSinkConfig, IndexMode};
 /// Bulk-indexes batches with `_id` from the record identity; see the crate docs.
 pub struct ElasticsearchSink {
     config: ElasticsearchSinkConfig,
-    client: reqwest::Client,
+    client: HttpClient,
     bulk_url: reqwest::Url,
 }
 
@@ -29,6 +29,21 @@ enum Sent {
 impl ElasticsearchSink {
     /// Checks the configuration and builds the client; a bad URL or index name is `Fatal`.
     pub fn new(config: ElasticsearchSinkConfig) -> Result<Self, SinkError> {
+        let client = HttpClient::new(&config.http, true)?;
+        Self::build(client, config)
+    }
+
+    /// Uses an HTTP client the caller already has (its pool, TLS and timeouts); the
+    /// configuration's headers are sent on every request.
+    pub fn with_client(
+        client: reqwest::Client,
+        config: ElasticsearchSinkConfig,
+    ) -> Result<Self, SinkError> {
+        let client = HttpClient::with_client(client, &config.http)?;
+        Self::build(client, config)
+    }
+
+    fn build(client: HttpClient, config: ElasticsearchSinkConfig) -> Result<Self, SinkError> {
         check_index_name(&config.index).map_err(SinkError::fatal)?;
         let mut bulk_url = base_url(&config.url, "url")?
             .join("_bulk")
@@ -36,7 +51,6 @@ impl ElasticsearchSink {
         bulk_url
             .query_pairs_mut()
             .append_pair("refresh", config.refresh.param());
-        let client = config.http.client(true)?;
         Ok(Self {
             config,
             client,
@@ -75,11 +89,11 @@ impl ElasticsearchSink {
 
 #[async_trait]
 impl Sink for ElasticsearchSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         let mut rejected: Vec<RejectedRecord> = Vec::new();
         let (ops, refused) =
@@ -109,10 +123,10 @@ impl Sink for ElasticsearchSink {
                                 }
                                 Item::Reject(reason) => {
                                     warn!(record = %records[*index].id, reason, "Elasticsearch refused a document");
-                                    rejected.push(RejectedRecord {
-                                        id: records[*index].id.clone(),
+                                    rejected.push(RejectedRecord::new(
+                                        records[*index].id.clone(),
                                         reason,
-                                    });
+                                    ));
                                 }
                                 Item::Fatal(reason) => return Err(SinkError::fatal(reason)),
                             }
@@ -133,10 +147,10 @@ impl Sink for ElasticsearchSink {
                 "Elasticsearch asked to retry items (first: {message})"
             )));
         }
-        SinkError::outcome(total, rejected)
+        Ok(Outcome::new(total, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -152,14 +166,8 @@ impl Sink for ElasticsearchSink {
                  rollover is indexed again)"
             }
         };
-        Description {
-            sink: "elasticsearch".into(),
-            mechanism: mechanism.into(),
-            claims: vec![
-                (Scenario::ReplaySameBatch, Claim::NoVisibleDuplicate),
-                (Scenario::ReplayRebatched, Claim::NoVisibleDuplicate),
-            ],
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new("elasticsearch", mechanism, Claim::NoVisibleDuplicate)
+            .with_claim(Scenario::ReplaySameBatch, Claim::NoVisibleDuplicate)
+            .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }

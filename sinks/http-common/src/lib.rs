@@ -3,8 +3,10 @@
 //! sending a request and reading its whole answer as a [`Reply`] (a transport failure is
 //! `Retryable`), `Retry-After`, and short body snippets for messages.
 
+mod client;
 mod reply;
 mod settings;
 
+pub use client::HttpClient;
 pub use reply::{Reply, exchange, retry_after, snippet};
-pub use settings::{HttpSettings, base_url};
+pub use settings::{HttpSettings, base_url, header_map, redacted_headers};

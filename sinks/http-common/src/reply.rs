@@ -21,10 +21,9 @@ pub struct Reply {
 /// `Retryable`: the destination may or may not have acted, and every pico sink makes the same
 /// request safe to repeat. `what` names the request in messages (`POST /idx/_bulk`).
 pub async fn exchange(request: reqwest::RequestBuilder, what: &str) -> Result<Reply, SinkError> {
-    let response = request
-        .send()
-        .await
-        .map_err(|e| SinkError::retryable(format!("{what} failed: {}", error_chain(&e))))?;
+    let response = request.send().await.map_err(|e| {
+        SinkError::retryable(format!("{what} failed: {}", error_chain(&e))).with_source(e)
+    })?;
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.map_err(|e| {
@@ -32,6 +31,7 @@ pub async fn exchange(request: reqwest::RequestBuilder, what: &str) -> Result<Re
             "{what}: reading the answer failed: {}",
             error_chain(&e)
         ))
+        .with_source(e)
     })?;
     tracing::debug!(%status, what, "answer");
     Ok(Reply {
@@ -59,10 +59,8 @@ impl Reply {
 
     /// A `Retryable` error for this answer, honouring `Retry-After`.
     pub fn retryable(&self, what: &str) -> SinkError {
-        SinkError::Retryable {
-            message: format!("{what}: {}: {}", self.status, self.snippet()),
-            retry_after: self.retry_after(),
-        }
+        SinkError::retryable(format!("{what}: {}: {}", self.status, self.snippet()))
+            .with_retry_after(self.retry_after())
     }
 
     /// A `Fatal` error for this answer, with advice on what to change.
@@ -83,6 +81,7 @@ impl Reply {
                 self.status,
                 self.snippet()
             ))
+            .with_source(e)
         })
     }
 }
@@ -141,9 +140,9 @@ mod tests {
         for code in [200, 400, 401, 404, 409, 413] {
             assert!(!reply(code).is_transient(), "{code}");
         }
-        let SinkError::Retryable { message, .. } = reply(503).retryable("POST /x") else {
-            panic!("retryable expected");
-        };
+        let e = reply(503).retryable("POST /x");
+        assert!(e.is_retryable());
+        let message = e.message();
         assert!(message.starts_with("POST /x: 503"), "{message}");
         assert!(message.ends_with('…'), "body is cut: {message}");
         assert!(matches!(

@@ -5,8 +5,9 @@ use std::time::Duration;
 use pico_sink::SinkError;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-/// Connection settings every HTTP-based sink shares.
-#[derive(Debug, Clone)]
+/// Connection settings every HTTP-based sink shares. `Debug` redacts the values of
+/// credential headers (`Authorization`, API keys, tokens).
+#[derive(Clone)]
 pub struct HttpSettings {
     /// Extra headers on every request (`Authorization`, API keys, ...).
     pub headers: Vec<(String, String)>,
@@ -27,20 +28,27 @@ impl Default for HttpSettings {
     }
 }
 
+impl std::fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSettings")
+            .field("headers", &redacted_headers(&self.headers))
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+/// Header pairs for `Debug`, credential values redacted.
+pub fn redacted_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
+    pico_sink::redact_options(headers.iter().map(|(k, v)| (k, v)))
+}
+
 impl HttpSettings {
     /// A client with these settings; `follow_redirects` off leaves 3xx answers to the caller
     /// (needed where credentials must survive a redirect to another host, as in Doris).
     /// A bad header is `Fatal`.
     pub fn client(&self, follow_redirects: bool) -> Result<reqwest::Client, SinkError> {
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| SinkError::fatal(format!("header name {name:?} is invalid: {e}")))?;
-            let value = HeaderValue::from_str(value).map_err(|e| {
-                SinkError::fatal(format!("header {name} has an invalid value: {e}"))
-            })?;
-            headers.insert(name, value);
-        }
+        let headers = header_map(&self.headers)?;
         let redirects = if follow_redirects {
             reqwest::redirect::Policy::limited(5)
         } else {
@@ -52,8 +60,21 @@ impl HttpSettings {
             .default_headers(headers)
             .redirect(redirects)
             .build()
-            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))
+            .map_err(|e| SinkError::fatal("cannot build the HTTP client").with_source(e))
     }
+}
+
+/// Header pairs as a map; a bad name or value is `Fatal` (credential values are not printed).
+pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, SinkError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| SinkError::fatal(format!("header name {name:?} is invalid: {e}")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| SinkError::fatal(format!("header {name} has an invalid value: {e}")))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// Parses the base URL of a destination (`what` names the setting in messages); it must be
@@ -98,5 +119,20 @@ mod tests {
         };
         assert!(matches!(bad.client(true), Err(SinkError::Fatal { .. })));
         assert!(HttpSettings::default().client(false).is_ok());
+    }
+
+    #[test]
+    fn debug_redacts_credential_headers() {
+        let s = HttpSettings {
+            headers: vec![
+                ("Authorization".into(), "Bearer sekrit".into()),
+                ("X-Api-Key".into(), "sekrit".into()),
+                ("X-Tenant".into(), "acme".into()),
+            ],
+            ..HttpSettings::default()
+        };
+        let text = format!("{s:?}");
+        assert!(!text.contains("sekrit"), "{text}");
+        assert!(text.contains("acme"), "{text}");
     }
 }

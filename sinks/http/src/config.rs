@@ -24,8 +24,10 @@ impl BodyFormat {
     }
 }
 
-/// Configuration of [`crate::HttpSink`].
-#[derive(Debug, Clone)]
+/// Configuration of [`crate::HttpSink`]. `Debug` redacts credential headers and the HMAC
+/// secret.
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpSinkConfig {
     /// Where batches are POSTed.
     pub url: String,
@@ -44,6 +46,24 @@ pub struct HttpSinkConfig {
     /// Whether the endpoint honours `Idempotency-Key`; only changes what
     /// [`pico_sink::Sink::describe`] claims, since the sink cannot know.
     pub endpoint_honours_key: bool,
+}
+
+impl std::fmt::Debug for HttpSinkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSinkConfig")
+            .field("url", &pico_sink::redact_url(&self.url))
+            .field("format", &self.format)
+            .field("scope", &self.scope)
+            .field("key_style", &self.key_style)
+            .field(
+                "headers",
+                &pico_http_common::redacted_headers(&self.headers),
+            )
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("endpoint_honours_key", &self.endpoint_honours_key)
+            .finish()
+    }
 }
 
 impl HttpSinkConfig {

@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 
 /// What one POST came to.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum Answer {
     /// 2xx.
     Stored,
     /// Try the same request again later.
@@ -23,40 +23,40 @@ pub(crate) enum Outcome {
 }
 
 /// Classifies a status; `key` is named in messages where it matters.
-pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &str, key: &str) -> Outcome {
+pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &str, key: &str) -> Answer {
     let snippet = snippet(body);
     let after = retry_after(headers);
     match status.as_u16() {
-        200..=299 => Outcome::Stored,
-        409 => Outcome::Retry {
+        200..=299 => Answer::Stored,
+        409 => Answer::Retry {
             message: format!("409: a request with Idempotency-Key {key} is still in flight"),
             after,
         },
-        408 | 425 | 429 | 500 | 502 | 503 | 504 => Outcome::Retry {
+        408 | 425 | 429 | 500 | 502 | 503 | 504 => Answer::Retry {
             message: format!("{status}: {snippet}"),
             after,
         },
-        400 | 413 | 415 => Outcome::Refused {
+        400 | 413 | 415 => Answer::Refused {
             reason: format!("{status}: {snippet}"),
         },
-        422 => Outcome::Fatal {
+        422 => Answer::Fatal {
             message: format!(
                 "422: the endpoint has already seen Idempotency-Key {key} with another payload; \
                  the batch content for this offset range changed (another namespace or body \
                  format on the same endpoint?) — give this sink its own namespace: {snippet}"
             ),
         },
-        401 | 403 => Outcome::Fatal {
+        401 | 403 => Answer::Fatal {
             message: format!("{status}: check the credentials in the sink's headers: {snippet}"),
         },
-        404 | 405 => Outcome::Fatal {
+        404 | 405 => Answer::Fatal {
             message: format!("{status}: check the sink's url (it must accept POST): {snippet}"),
         },
-        _ if status.is_server_error() => Outcome::Retry {
+        _ if status.is_server_error() => Answer::Retry {
             message: format!("{status}: {snippet}"),
             after,
         },
-        _ => Outcome::Fatal {
+        _ => Answer::Fatal {
             message: format!("{status}: unexpected answer from the endpoint: {snippet}"),
         },
     }
@@ -71,10 +71,10 @@ mod tests {
         let h = HeaderMap::new();
         let kind = |code: u16| match classify(StatusCode::from_u16(code).unwrap(), &h, "b", "\"k\"")
         {
-            Outcome::Stored => "stored",
-            Outcome::Retry { .. } => "retry",
-            Outcome::Refused { .. } => "refused",
-            Outcome::Fatal { .. } => "fatal",
+            Answer::Stored => "stored",
+            Answer::Retry { .. } => "retry",
+            Answer::Refused { .. } => "refused",
+            Answer::Fatal { .. } => "fatal",
         };
         for (code, want) in [
             (200, "stored"),
@@ -99,7 +99,7 @@ mod tests {
             "",
             "\"orders:0:0..=9\"",
         ) {
-            Outcome::Fatal { message } => assert!(message.contains("\"orders:0:0..=9\"")),
+            Answer::Fatal { message } => assert!(message.contains("\"orders:0:0..=9\"")),
             other => panic!("422 must be fatal, got {other:?}"),
         }
     }

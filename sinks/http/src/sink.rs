@@ -1,9 +1,9 @@
 //! [`HttpSink`].
 
 use async_trait::async_trait;
-use pico_http_common::{HttpSettings, base_url};
+use pico_http_common::{HttpSettings, base_url, header_map};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
     error_chain,
 };
 use reqwest::header::CONTENT_TYPE;
@@ -11,25 +11,38 @@ use tracing::{debug, warn};
 
 use crate::config::HttpSinkConfig;
 use crate::request::{body, idempotency_key};
-use crate::response::{Outcome, classify};
+use crate::response::{Answer, classify};
 
 /// POSTs batches with an `Idempotency-Key`; see the crate docs.
 pub struct HttpSink {
     config: HttpSinkConfig,
     client: reqwest::Client,
+    headers: reqwest::header::HeaderMap,
 }
 
 impl HttpSink {
-    /// Builds the HTTP client; a bad URL or header is `Fatal`.
+    /// Builds its own HTTP client from the configuration; a bad URL or header is `Fatal`.
     pub fn new(config: HttpSinkConfig) -> Result<Self, SinkError> {
-        base_url(&config.url, "url")?;
         let client = HttpSettings {
-            headers: config.headers.clone(),
+            headers: Vec::new(),
             request_timeout: config.request_timeout,
             connect_timeout: config.connect_timeout,
         }
         .client(true)?;
-        Ok(Self { config, client })
+        Self::with_client(client, config)
+    }
+
+    /// Uses a client the caller already has (its pool, TLS and proxy settings); the
+    /// configuration's headers are still sent on every request, its timeouts are the client's
+    /// business. A bad URL or header is `Fatal`.
+    pub fn with_client(client: reqwest::Client, config: HttpSinkConfig) -> Result<Self, SinkError> {
+        base_url(&config.url, "url")?;
+        let headers = header_map(&config.headers)?;
+        Ok(Self {
+            config,
+            client,
+            headers,
+        })
     }
 
     /// The configuration.
@@ -37,25 +50,24 @@ impl HttpSink {
         &self.config
     }
 
-    async fn post(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+    async fn post(&self, batch: &Batch) -> Result<Answer, SinkError> {
         let key = idempotency_key(&self.config, batch);
         let body = body(&self.config, batch.records())
             .map_err(|e| SinkError::fatal(format!("cannot serialize batch {}: {e}", batch.id())))?;
-        let response = self
+        let request = self
             .client
             .post(&self.config.url)
+            .headers(self.headers.clone())
             .header(CONTENT_TYPE, self.config.format.content_type())
-            .header("idempotency-key", &key)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| {
-                SinkError::retryable(format!(
-                    "POST {} failed: {}",
-                    self.config.url,
-                    error_chain(&e)
-                ))
-            })?;
+            .header("idempotency-key", &key);
+        let response = request.body(body).send().await.map_err(|e| {
+            SinkError::retryable(format!(
+                "POST {} failed: {}",
+                self.config.url,
+                error_chain(&e)
+            ))
+            .with_source(e)
+        })?;
         let status = response.status();
         let headers = response.headers().clone();
         // A response cut off here may follow a commit on the endpoint: retryable, and the
@@ -65,6 +77,7 @@ impl HttpSink {
                 "reading the answer to {key} failed: {}",
                 error_chain(&e)
             ))
+            .with_source(e)
         })?;
         debug!(%status, key, "endpoint answered");
         Ok(classify(status, &headers, &text, &key))
@@ -73,11 +86,11 @@ impl HttpSink {
 
 #[async_trait]
 impl Sink for HttpSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         // A refused range is split in halves, each sent with its own (deterministic) key.
         let mut plan = Isolator::new(records.len());
@@ -89,29 +102,23 @@ impl Sink for HttpSink {
                     .map_err(|e| SinkError::fatal(format!("splitting {}: {e}", batch.id())))?
             };
             let attempt = match self.post(&part).await? {
-                Outcome::Stored => Attempt::Written(WriteReport {
-                    written: part.len() as u64,
-                    already_present: 0,
-                }),
-                Outcome::Refused { reason } => {
+                Answer::Stored => Attempt::Written(WriteReport::written(part.len())),
+                Answer::Refused { reason } => {
                     warn!(batch = %part.id(), reason, "endpoint refused the batch");
                     Attempt::Refused(reason)
                 }
-                Outcome::Retry { message, after } => {
-                    return Err(SinkError::Retryable {
-                        message,
-                        retry_after: after,
-                    });
+                Answer::Retry { message, after } => {
+                    return Err(SinkError::retryable(message).with_retry_after(after));
                 }
-                Outcome::Fatal { message } => return Err(SinkError::fatal(message)),
+                Answer::Fatal { message } => return Err(SinkError::fatal(message)),
             };
             plan.record(start, end, attempt);
         }
         let (report, rejected) = plan.finish_rejecting(|i| records[i].id.clone());
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -121,26 +128,23 @@ impl Sink for HttpSink {
         } else {
             Claim::Repeats
         };
-        Description {
-            sink: "http".into(),
-            mechanism:
-                "POST per batch with Idempotency-Key from [ns/]topic:partition:first..=last; \
-                        413/400 split the batch into halves with their own keys; pico_id in every \
-                        element"
-                    .into(),
-            claims: vec![
-                (Scenario::ReplaySameBatch, replay.clone()),
-                (Scenario::LostAck, replay),
-                (Scenario::Outage, Claim::NoVisibleDuplicate),
-                (Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate),
-                // Another batch boundary gives another key: the overlap is stored again.
-                (Scenario::ReplayRebatched, Claim::Repeats),
-                (Scenario::ZombieWriter, Claim::Repeats),
-                (Scenario::BadInput, Claim::NoVisibleDuplicate),
-                // A redelivered record arrives in a one-record batch: another key.
-                (Scenario::MeterReadings, Claim::Repeats),
-            ],
-            default_claim: Claim::Repeats,
-        }
+        Description::new(
+            "http",
+            "POST per batch with Idempotency-Key from [ns/]topic:partition:first..=last; 413/400 \
+             split the batch into halves with their own keys; pico_id in every element",
+            Claim::Repeats,
+        )
+        .with_claim(Scenario::ReplaySameBatch, replay.clone())
+        .with_claim(Scenario::LostAck, replay.clone())
+        // A cancelled POST is redelivered with the same batch: the same key.
+        .with_claim(Scenario::CancelledConsume, replay)
+        .with_claim(Scenario::Outage, Claim::NoVisibleDuplicate)
+        .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)
+        // Another batch boundary gives another key: the overlap is stored again.
+        .with_claim(Scenario::ReplayRebatched, Claim::Repeats)
+        .with_claim(Scenario::ZombieWriter, Claim::Repeats)
+        .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
+        // A redelivered record arrives in a one-record batch: another key.
+        .with_claim(Scenario::MeterReadings, Claim::Repeats)
     }
 }

@@ -75,7 +75,7 @@ async fn ndjson_and_keyed_keys_work_end_to_end() {
     config.key_style = IdempotencyKeyStyle::Keyed {
         secret: b"k".to_vec(),
     };
-    let mut sink = HttpSink::new(config).unwrap();
+    let sink = HttpSink::new(config).unwrap();
     sink.consume(&batch(0, 5)).await.unwrap();
     sink.consume(&batch(0, 5)).await.unwrap();
     assert_eq!(offsets(&ep), vec![0, 1, 2, 3, 4]);
@@ -97,8 +97,11 @@ async fn an_oversized_record_is_rejected_with_its_offset_and_the_rest_is_stored(
     let mut driver = Driver::new(sink);
     let mut hooks = MemoryHooks::default();
     let delivered = driver.deliver(&b, &mut hooks).await.unwrap();
-    assert_eq!(delivered.dead_lettered, 1);
-    assert_eq!(hooks.dead_letters[0].id, RecordId::new("orders", 0, 6));
+    assert_eq!(delivered.dead_lettered(), 1);
+    assert_eq!(
+        hooks.dead_letters[0].record.id,
+        RecordId::new("orders", 0, 6)
+    );
     assert!(
         hooks.dead_letters[0].reason.contains("413"),
         "{}",
@@ -115,7 +118,7 @@ async fn an_oversized_record_is_rejected_with_its_offset_and_the_rest_is_stored(
 #[tokio::test]
 async fn a_key_reused_with_another_payload_is_fatal_and_named() {
     let ep = endpoint(KeyPolicy::Honour).await;
-    let mut sink = HttpSink::new(HttpSinkConfig::new(ep.ingest_url())).unwrap();
+    let sink = HttpSink::new(HttpSinkConfig::new(ep.ingest_url())).unwrap();
     sink.consume(&batch(0, 2)).await.unwrap();
     let changed = Batch::new(vec![
         Record::new(RecordId::new("orders", 0, 0), "{\"changed\":true}"),
@@ -123,7 +126,8 @@ async fn a_key_reused_with_another_payload_is_fatal_and_named() {
     ])
     .unwrap();
     match sink.consume(&changed).await {
-        Err(SinkError::Fatal { message }) => {
+        Err(e @ SinkError::Fatal { .. }) => {
+            let message = e.message();
             assert!(
                 message.contains("422") && message.contains("\"orders:0:0..=1\""),
                 "{message}"
@@ -149,7 +153,7 @@ async fn a_concurrent_duplicate_gets_409_then_succeeds_without_storing_twice() {
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut second = HttpSink::new(HttpSinkConfig::new(ep.ingest_url())).unwrap();
+    let second = HttpSink::new(HttpSinkConfig::new(ep.ingest_url())).unwrap();
     let err = second.consume(&b).await.unwrap_err();
     assert!(
         err.is_retryable() && err.to_string().contains("409"),
@@ -176,10 +180,8 @@ async fn an_unreachable_endpoint_is_retryable_then_gives_up() {
     let mut config = HttpSinkConfig::new(format!("http://127.0.0.1:{port}/ingest"));
     config.connect_timeout = Duration::from_millis(200);
     let sink = HttpSink::new(config).unwrap();
-    let policy = RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        ..RetryPolicy::default()
-    };
+    let policy =
+        RetryPolicy::default().with_backoff(Duration::from_millis(1), Duration::from_secs(5));
     let mut driver = Driver::with_policy(sink, policy);
     let err = driver
         .deliver(&batch(0, 1), &mut MemoryHooks::default())
@@ -198,7 +200,7 @@ fn misconfiguration_is_fatal_with_what_to_change() {
         ("ftp://x/y", "http or https"),
     ] {
         match HttpSink::new(HttpSinkConfig::new(url)) {
-            Err(SinkError::Fatal { message }) => assert!(message.contains(needle), "{message}"),
+            Err(e @ SinkError::Fatal { .. }) => assert!(e.message().contains(needle), "{e}"),
             _ => panic!("{url} must be fatal"),
         }
     }

@@ -4,6 +4,7 @@ use pico_sink::identity::Scope;
 
 /// Configuration of [`crate::IcebergSink`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct IcebergSinkConfig {
     /// Namespace levels of the table (`["pico"]`).
     pub namespace: Vec<String>,

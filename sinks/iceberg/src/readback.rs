@@ -1,6 +1,6 @@
 //! Reading back what the sink wrote (for audits and the conformance suite).
 
-use arrow_array::{Array, Int32Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
+use arrow_array::{Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use futures_util::TryStreamExt;
 use iceberg::Catalog;
 use iceberg::TableIdent;
@@ -100,13 +100,14 @@ pub async fn read_table(
     let mut rows = Vec::new();
     for batch in &batches {
         let topics = column::<StringArray>(batch, "pico_topic")?;
-        let partitions = column::<Int32Array>(batch, "pico_partition")?;
+        let partitions = column::<Int64Array>(batch, "pico_partition")?;
         let offsets = column::<Int64Array>(batch, "pico_offset")?;
         let values = column::<LargeBinaryArray>(batch, "value")?;
         for i in 0..batch.num_rows() {
             rows.push(StoredRow {
                 topic: topics.value(i).to_owned(),
-                partition: partitions.value(i) as u32,
+                partition: u32::try_from(partitions.value(i))
+                    .map_err(|_| format!("pico_partition {} is not a u32", partitions.value(i)))?,
                 offset: offsets.value(i) as u64,
                 value: if values.is_null(i) {
                     Vec::new()

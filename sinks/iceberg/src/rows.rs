@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int32Array, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use pico_sink::identity::Scope;
 use pico_sink::{EnvelopeHeader, Record};
@@ -25,7 +25,9 @@ pub fn table_schema() -> iceberg::Result<Schema> {
         .with_schema_id(0)
         .with_fields(vec![
             NestedField::required(1, COLUMNS[0], p(PrimitiveType::String)).into(),
-            NestedField::required(2, COLUMNS[1], p(PrimitiveType::Int)).into(),
+            // Long, like Delta's: a Kafka partition is an unsigned 32-bit number here, and an
+            // Iceberg int would wrap above i32::MAX.
+            NestedField::required(2, COLUMNS[1], p(PrimitiveType::Long)).into(),
             NestedField::required(3, COLUMNS[2], p(PrimitiveType::Long)).into(),
             NestedField::optional(4, COLUMNS[3], p(PrimitiveType::Binary)).into(),
             NestedField::required(5, COLUMNS[4], p(PrimitiveType::Binary)).into(),
@@ -57,9 +59,9 @@ pub(crate) fn to_arrow(
         .iter()
         .map(|r| Some(scope.qualified_topic(&r.id.topic).into_owned()))
         .collect();
-    let partitions: Int32Array = records
+    let partitions: Int64Array = records
         .iter()
-        .map(|r| Some(r.id.partition as i32))
+        .map(|r| Some(i64::from(r.id.partition)))
         .collect();
     let offsets: Int64Array = records
         .iter()

@@ -18,7 +18,9 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use iceberg::{Catalog, ErrorKind, NamespaceIdent, TableCreation, TableIdent};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use pico_sink::{Batch, Claim, Description, Record, Sink, SinkError, WriteReport, convert_records};
+use pico_sink::{
+    Batch, Claim, Description, Outcome, Record, Sink, SinkError, WriteReport, convert_records,
+};
 use tracing::debug;
 
 use crate::catalog::{PinnedCatalog, sqlite_catalog};
@@ -27,23 +29,30 @@ use crate::rows::{check, table_schema, to_arrow};
 use crate::watermark::{WATERMARK_PROPERTY, watermarks};
 
 /// Appends one snapshot per batch carrying the offset watermarks; see the crate docs.
+///
+/// One instance serves every partition of a process. Its batches commit one after the other
+/// (every snapshot carries the whole watermark map, so two commits of one table always
+/// conflict): an async lock spans read-watermark → write → commit. Writers in other processes
+/// are handled by the pinned commit and the re-read after a conflict.
 pub struct IcebergSink {
     config: IcebergSinkConfig,
     catalog: Arc<dyn Catalog>,
     ident: TableIdent,
+    commits: tokio::sync::Mutex<()>,
 }
 
 /// An Iceberg error in the sink contract: invalid data or unsupported features are `Fatal`
 /// (configuration or table layout), anything else (I/O, catalog) `Retryable`.
-fn classify(e: &iceberg::Error, what: &str) -> SinkError {
+fn classify(e: iceberg::Error, what: &str) -> SinkError {
     let message = format!("{what}: {e}");
-    match e.kind() {
+    let error = match e.kind() {
         ErrorKind::DataInvalid
         | ErrorKind::FeatureUnsupported
         | ErrorKind::NamespaceNotFound
         | ErrorKind::TableNotFound => SinkError::fatal(message),
         _ => SinkError::retryable(message),
-    }
+    };
+    error.with_source(e)
 }
 
 impl IcebergSink {
@@ -62,6 +71,7 @@ impl IcebergSink {
             config,
             catalog,
             ident,
+            commits: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -97,18 +107,18 @@ impl IcebergSink {
             .fast_append()
             .add_data_files(files)
             .apply(tx)
-            .map_err(|e| classify(&e, "preparing the append"))?;
+            .map_err(|e| classify(e, "preparing the append"))?;
         tx.commit(self.catalog.as_ref())
             .await
             .map(|_| ())
-            .map_err(|e| classify(&e, &format!("committing to {}", self.ident)))
+            .map_err(|e| classify(e, &format!("committing to {}", self.ident)))
     }
 
     async fn load(&self) -> Result<Table, SinkError> {
         self.catalog
             .load_table(&self.ident)
             .await
-            .map_err(|e| classify(&e, &format!("loading {}", self.ident)))
+            .map_err(|e| classify(e, &format!("loading {}", self.ident)))
     }
 
     async fn write_file(
@@ -136,7 +146,7 @@ impl IcebergSink {
             DataFileFormat::Parquet,
         );
         let locations =
-            DefaultLocationGenerator::new(table.metadata()).map_err(|e| classify(&e, &what))?;
+            DefaultLocationGenerator::new(table.metadata()).map_err(|e| classify(e, &what))?;
         let rolling = RollingFileWriterBuilder::new_with_default_file_size(
             ParquetWriterBuilder::new(properties, schema),
             table.file_io().clone(),
@@ -146,15 +156,15 @@ impl IcebergSink {
         let mut writer = DataFileWriterBuilder::new(rolling)
             .build(None)
             .await
-            .map_err(|e| classify(&e, &what))?;
-        writer.write(batch).await.map_err(|e| classify(&e, &what))?;
-        writer.close().await.map_err(|e| classify(&e, &what))
+            .map_err(|e| classify(e, &what))?;
+        writer.write(batch).await.map_err(|e| classify(e, &what))?;
+        writer.close().await.map_err(|e| classify(e, &what))
     }
 }
 
 #[async_trait]
 impl Sink for IcebergSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         if !self.config.create_table {
             return Ok(());
         }
@@ -163,7 +173,7 @@ impl Sink for IcebergSink {
             .catalog
             .namespace_exists(namespace)
             .await
-            .map_err(|e| classify(&e, "checking the namespace"))?;
+            .map_err(|e| classify(e, "checking the namespace"))?;
         if !exists
             && let Err(e) = self
                 .catalog
@@ -171,17 +181,17 @@ impl Sink for IcebergSink {
                 .await
             && e.kind() != ErrorKind::NamespaceAlreadyExists
         {
-            return Err(classify(&e, "creating the namespace"));
+            return Err(classify(e, "creating the namespace"));
         }
         let exists = self
             .catalog
             .table_exists(&self.ident)
             .await
-            .map_err(|e| classify(&e, "checking the table"))?;
+            .map_err(|e| classify(e, "checking the table"))?;
         if exists {
             return Ok(());
         }
-        let schema = table_schema().map_err(|e| classify(&e, "table schema"))?;
+        let schema = table_schema().map_err(|e| classify(e, "table schema"))?;
         let creation = TableCreation::builder()
             .name(self.ident.name().to_owned())
             .schema(schema)
@@ -192,16 +202,17 @@ impl Sink for IcebergSink {
         match self.catalog.create_table(namespace, creation).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::TableAlreadyExists => Ok(()),
-            Err(e) => Err(classify(&e, &format!("creating {}", self.ident))),
+            Err(e) => Err(classify(e, &format!("creating {}", self.ident))),
         }
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let (valid, rejected) = convert_records(batch, |_, r| check(r).map(|_| r));
         let key = self
             .config
             .scope
             .partition_text(batch.topic(), batch.partition());
+        let _one_commit_at_a_time = self.commits.lock().await;
         for attempt in 0..=self.config.max_conflicts {
             let table = self.load().await?;
             let mut marks = watermarks(table.metadata()).map_err(SinkError::fatal)?;
@@ -213,13 +224,13 @@ impl Sink for IcebergSink {
                 .collect();
             let skipped = (valid.len() - fresh.len()) as u64;
             let Some(last) = fresh.last().map(|r| r.id.offset) else {
-                return SinkError::outcome(
+                return Ok(Outcome::new(
                     WriteReport {
                         written: 0,
                         already_present: skipped,
                     },
                     rejected,
-                );
+                ));
             };
             let files = self.write_file(&table, &fresh).await?;
             marks.insert(key.clone(), last);
@@ -231,22 +242,22 @@ impl Sink for IcebergSink {
                 .add_data_files(files)
                 .set_snapshot_properties(HashMap::from([(WATERMARK_PROPERTY.to_owned(), text)]))
                 .apply(tx)
-                .map_err(|e| classify(&e, "preparing the append"))?;
+                .map_err(|e| classify(e, "preparing the append"))?;
             let pinned = PinnedCatalog::new(self.catalog.clone(), table);
             match tx.commit(&pinned).await {
                 Ok(_) => {
-                    return SinkError::outcome(
+                    return Ok(Outcome::new(
                         WriteReport {
                             written: fresh.len() as u64,
                             already_present: skipped,
                         },
                         rejected,
-                    );
+                    ));
                 }
                 Err(e) if e.kind() == ErrorKind::CatalogCommitConflicts => {
                     debug!(table = %self.ident, attempt, "commit conflict; re-reading the watermark");
                 }
-                Err(e) => return Err(classify(&e, &format!("committing to {}", self.ident))),
+                Err(e) => return Err(classify(e, &format!("committing to {}", self.ident))),
             }
         }
         Err(SinkError::retryable(format!(
@@ -256,21 +267,18 @@ impl Sink for IcebergSink {
         )))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "iceberg".into(),
-            mechanism: "fast-append snapshot per batch whose summary carries every partition's \
-                        offset watermark (pico.watermarks, carried forward); offsets at or below \
-                        it skipped; commits pinned to the snapshot the watermark was read from, \
-                        re-read after a conflict"
-                .into(),
-            claims: Vec::new(),
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "iceberg",
+            "fast-append snapshot per batch whose summary carries every partition's offset \
+             watermark (pico.watermarks, carried forward); offsets at or below it skipped; commits \
+             pinned to the snapshot the watermark was read from, re-read after a conflict",
+            Claim::NoVisibleDuplicate,
+        )
     }
 }
 
@@ -295,7 +303,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("c.db").display().to_string();
         let wh = dir.path().join("wh").display().to_string();
-        let mut sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
+        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
             .await
             .unwrap();
         sink.open().await.unwrap();
@@ -338,7 +346,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("c.db").display().to_string();
         let wh = dir.path().join("wh").display().to_string();
-        let mut sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
+        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
             .await
             .unwrap();
         sink.open().await.unwrap();
@@ -383,5 +391,31 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(contents.rows.len(), 15);
+    }
+
+    /// A partition above i32::MAX is stored as it is (a `long`, as in Delta), not wrapped.
+    #[tokio::test]
+    async fn partitions_above_i32_max_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db").display().to_string();
+        let wh = dir.path().join("wh").display().to_string();
+        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
+            .await
+            .unwrap();
+        sink.open().await.unwrap();
+        for partition in [u32::MAX, 1 << 31] {
+            let b = Batch::new(vec![Record::new(
+                RecordId::new("orders", partition, 7),
+                "v",
+            )])
+            .unwrap();
+            assert_eq!(sink.consume(&b).await.unwrap().written, 1);
+        }
+        let contents = crate::read_table(sink.catalog.as_ref(), &sink.ident)
+            .await
+            .unwrap();
+        let mut partitions: Vec<u32> = contents.rows.iter().map(|r| r.partition).collect();
+        partitions.sort();
+        assert_eq!(partitions, vec![1 << 31, u32::MAX]);
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use pico_sink::Secret;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,7 @@ pub enum Api {
         /// Retention policy (server default when `None`).
         retention_policy: Option<String>,
         /// `user:password` for basic auth, if enabled.
-        credentials: Option<(String, String)>,
+        credentials: Option<(String, Secret)>,
         /// `CREATE DATABASE` at open when missing.
         create_database: bool,
     },
@@ -27,7 +28,7 @@ pub enum Api {
         /// Bucket.
         bucket: String,
         /// API token.
-        token: String,
+        token: Secret,
     },
 }
 
@@ -65,8 +66,9 @@ pub enum TimestampPolicy {
     RecordOffset,
 }
 
-/// Configuration of [`crate::InfluxSink`].
+/// Configuration of [`crate::InfluxSink`]. `Debug` never prints the token or password.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct InfluxSinkConfig {
     /// Base URL (`http://host:8086`).
     pub url: String,
@@ -106,7 +108,7 @@ impl InfluxSinkConfig {
         url: impl Into<String>,
         org: impl Into<String>,
         bucket: impl Into<String>,
-        token: impl Into<String>,
+        token: impl Into<Secret>,
         payload: Payload,
     ) -> Self {
         Self {
@@ -117,5 +119,24 @@ impl InfluxSinkConfig {
             },
             ..Self::v1(url, String::new(), payload)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_token_or_password() {
+        let v2 = InfluxSinkConfig::v2("http://h", "o", "b", "tok3n-value", Payload::LineProtocol);
+        let mut v1 = InfluxSinkConfig::v1("http://h", "db", Payload::LineProtocol);
+        if let Api::V1 { credentials, .. } = &mut v1.api {
+            *credentials = Some(("u".into(), "pa55word".into()));
+        }
+        let text = format!("{v2:?} {v1:?}");
+        assert!(
+            !text.contains("tok3n-value") && !text.contains("pa55word"),
+            "{text}"
+        );
     }
 }

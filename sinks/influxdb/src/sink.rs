@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Scenario, Sink, SinkError, WriteReport,
+    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
     convert_records,
 };
 use reqwest::StatusCode;
@@ -18,14 +18,26 @@ pub struct InfluxSink {
     write_url: reqwest::Url,
 }
 
-enum Outcome {
+enum Answer {
     Written,
     Refused(String),
 }
 
 impl InfluxSink {
-    /// Checks the configuration and builds the client.
+    /// Checks the configuration and builds its own HTTP client.
     pub fn new(config: InfluxSinkConfig) -> Result<Self, SinkError> {
+        let client = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|e| SinkError::fatal("cannot build the HTTP client").with_source(e))?;
+        Self::with_client(client, config)
+    }
+
+    /// Uses an HTTP client the caller already has (its pool, TLS, proxy and timeouts).
+    pub fn with_client(
+        client: reqwest::Client,
+        config: InfluxSinkConfig,
+    ) -> Result<Self, SinkError> {
         let base = reqwest::Url::parse(&config.url)
             .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
         let mut write_url = base
@@ -54,10 +66,6 @@ impl InfluxSink {
                 }
             }
         }
-        let client = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .build()
-            .map_err(|e| SinkError::fatal(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self {
             config,
             client,
@@ -70,29 +78,33 @@ impl InfluxSink {
             Api::V1 {
                 credentials: Some((user, password)),
                 ..
-            } => request.basic_auth(user, Some(password)),
-            Api::V2 { token, .. } => request.header("Authorization", format!("Token {token}")),
+            } => request.basic_auth(user, Some(password.expose())),
+            Api::V2 { token, .. } => {
+                request.header("Authorization", format!("Token {}", token.expose()))
+            }
             Api::V1 { .. } => request,
         }
     }
 
-    async fn post(&self, body: String) -> Result<Outcome, SinkError> {
+    async fn post(&self, body: String) -> Result<Answer, SinkError> {
         let response = self
             .authorize(self.client.post(self.write_url.clone()))
             .header("Content-Type", "text/plain; charset=utf-8")
             .body(body)
             .send()
             .await
-            .map_err(|e| SinkError::retryable(format!("POST {}: {e}", self.write_url)))?;
+            .map_err(|e| {
+                SinkError::retryable(format!("POST {}: {e}", self.write_url)).with_source(e)
+            })?;
         let status = response.status();
         let text = response
             .text()
             .await
-            .map_err(|e| SinkError::retryable(format!("reading the answer: {e}")))?;
+            .map_err(|e| SinkError::retryable("reading the answer").with_source(e))?;
         let text: String = text.chars().take(300).collect();
         match status.as_u16() {
-            200..=299 => Ok(Outcome::Written),
-            400 | 413 | 422 => Ok(Outcome::Refused(format!("{status}: {}", text.trim()))),
+            200..=299 => Ok(Answer::Written),
+            400 | 413 | 422 => Ok(Answer::Refused(format!("{status}: {}", text.trim()))),
             401 | 403 => Err(SinkError::fatal(format!(
                 "{status}: check the credentials or token: {text}"
             ))),
@@ -126,7 +138,7 @@ impl InfluxSink {
             .authorize(self.client.post(url))
             .send()
             .await
-            .map_err(|e| SinkError::retryable(format!("CREATE DATABASE: {e}")))?;
+            .map_err(|e| SinkError::retryable("CREATE DATABASE").with_source(e))?;
         if response.status().is_success() {
             Ok(())
         } else if response.status().is_server_error() {
@@ -145,11 +157,11 @@ impl InfluxSink {
 
 #[async_trait]
 impl Sink for InfluxSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         self.create_database().await
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let (lines, mut rejected) = convert_records(batch, |_, record| {
             let point = match &self.config.payload {
                 Payload::Json(m) => {
@@ -169,36 +181,29 @@ impl Sink for InfluxSink {
                 .collect::<Vec<_>>()
                 .join("\n");
             let attempt = match self.post(body).await? {
-                Outcome::Written => Attempt::Written(WriteReport {
-                    written: (end - start) as u64,
-                    already_present: 0,
-                }),
-                Outcome::Refused(reason) => Attempt::Refused(reason),
+                Answer::Written => Attempt::Written(WriteReport::written(end - start)),
+                Answer::Refused(reason) => Attempt::Refused(reason),
             };
             plan.record(start, end, attempt);
         }
         let (report, refused) = plan.finish_rejecting(|i| lines[i].0.id.clone());
         rejected.extend(refused);
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "influxdb".into(),
-            mechanism: "point = measurement + your tags + pico_topic/pico_partition tags + time \
-                        (ms in ns plus offset mod 1e6); pico_offset field; a replay rewrites the \
-                        same point"
-                .into(),
-            claims: vec![
-                (Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate),
-                (Scenario::BadInput, Claim::NoVisibleDuplicate),
-            ],
-            default_claim: Claim::OverwrittenInPlace,
-        }
+        Description::new(
+            "influxdb",
+            "point = measurement + your tags + pico_topic/pico_partition tags + time (ms in ns \
+             plus offset mod 1e6); pico_offset field; a replay rewrites the same point",
+            Claim::OverwrittenInPlace,
+        )
+        .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)
+        .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
     }
 }

@@ -8,13 +8,14 @@ use pico_sink::identity::Scope;
 
 /// Configuration of [`crate::MeilisearchSink`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct MeilisearchSinkConfig {
     /// Base URL (`http://127.0.0.1:7700`).
     pub url: String,
     /// Index uid (`[A-Za-z0-9_-]`, at most 400 bytes).
     pub index: String,
     /// API key with `documents.add` and `tasks.get`, sent as a bearer token.
-    pub api_key: Option<String>,
+    pub api_key: Option<pico_sink::Secret>,
     /// Name of the primary-key field the sink writes.
     pub primary_key: String,
     /// Document shape.

@@ -8,6 +8,14 @@
 //! (add-or-replace), so any replay — same batch, re-batched, a lost answer, a second writer —
 //! replaces documents with identical content: no visible duplicate.
 //!
+//! Before writing, one `POST /indexes/{uid}/documents/fetch` by the batch's keys (only the key
+//! field comes back) tells which documents the index already holds: a replay sends nothing
+//! and reports them as already present, a partial replay sends only the missing ones. This
+//! read is cheaper than re-indexing (Meilisearch re-tokenizes every replaced document), and
+//! it is the only way to tell: a finished task's `indexedDocuments` counts replaced documents
+//! as indexed. A document being indexed by another writer at that moment is simply sent
+//! again (add-or-replace). On a server that cannot fetch by ids, everything is sent.
+//!
 //! A `202 Accepted` only means *enqueued*. The sink then polls `GET /tasks/{taskUid}` until the
 //! task is `succeeded`; `consume` never reports a batch written before that.
 //!

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use pico_sink::identity::RecordId;
-use pico_sink::{Batch, Record, Sink, SinkError};
+use pico_sink::{Batch, Record, Sink};
 use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 use serde_json::{Value, json};
 
@@ -72,7 +72,7 @@ async fn consume_waits_for_tasks_and_isolates_a_refused_document() {
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
 
-    let mut sink = MeilisearchSink::new(MeilisearchSinkConfig::new(url, "events")).unwrap();
+    let sink = MeilisearchSink::new(MeilisearchSinkConfig::new(url, "events")).unwrap();
     let records: Vec<Record> = (0..4)
         .map(|o| {
             let body = if o == 2 {
@@ -83,17 +83,12 @@ async fn consume_waits_for_tasks_and_isolates_a_refused_document() {
             Record::new(RecordId::new("orders:eu", 1, o), body)
         })
         .collect();
-    let err = sink
-        .consume(&Batch::new(records).unwrap())
-        .await
-        .unwrap_err();
-    let SinkError::Rejected { records, written } = err else {
-        panic!("expected Rejected, got {err:?}");
-    };
+    let outcome = sink.consume(&Batch::new(records).unwrap()).await.unwrap();
+    let records = &outcome.rejected;
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].id.offset, 2);
     assert!(records[0].reason.contains("invalid_document_fields"));
-    assert_eq!(written.written, 3);
+    assert_eq!(outcome.written, 3);
 
     let q = queue.lock().expect("state lock");
     assert!(

@@ -3,8 +3,9 @@
 use pico_sink::DocumentShape;
 use pico_sink::identity::Scope;
 
-/// Configuration of [`crate::MongoSink`].
-#[derive(Debug, Clone)]
+/// Configuration of [`crate::MongoSink`]. `Debug` redacts the password in `uri`.
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct MongoSinkConfig {
     /// Connection string (`mongodb://…` or `mongodb+srv://…`).
     pub uri: String,
@@ -20,6 +21,20 @@ pub struct MongoSinkConfig {
     pub majority: bool,
     /// Statements per `update` command.
     pub max_statements: usize,
+}
+
+impl std::fmt::Debug for MongoSinkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MongoSinkConfig")
+            .field("uri", &pico_sink::redact_url(&self.uri))
+            .field("database", &self.database)
+            .field("collection", &self.collection)
+            .field("shape", &self.shape)
+            .field("scope", &self.scope)
+            .field("majority", &self.majority)
+            .field("max_statements", &self.max_statements)
+            .finish()
+    }
 }
 
 impl MongoSinkConfig {

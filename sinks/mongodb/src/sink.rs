@@ -5,9 +5,10 @@ use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::ErrorKind;
 use mongodb::{Client, Database};
 use pico_sink::{
-    Batch, Claim, Description, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
+    Batch, Claim, Description, Outcome, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
     convert_records, document_json, error_chain,
 };
+use tokio::sync::OnceCell;
 use tracing::warn;
 
 use crate::bson_convert::to_document;
@@ -26,16 +27,17 @@ const TRANSIENT_CODES: &[i32] = &[
     6, 7, 89, 91, 189, 262, 9001, 10107, 11000, 11600, 11602, 13435, 13436, 50, 112,
 ];
 
-/// Replaces documents keyed by the record identity, with upsert; see the crate docs.
+/// Replaces documents keyed by the record identity, with upsert; see the crate docs. One
+/// instance (one client and its connection pool) serves every partition of a process.
 pub struct MongoSink {
     config: MongoSinkConfig,
-    db: Option<Database>,
+    db: OnceCell<Database>,
 }
 
 /// A MongoDB error in the sink contract.
 fn classify(e: &mongodb::error::Error, what: &str) -> SinkError {
     let message = format!("{what}: {}", error_chain(e));
-    match e.kind.as_ref() {
+    let error = match e.kind.as_ref() {
         ErrorKind::Authentication { .. } => {
             SinkError::fatal(format!("{message} — check the credentials in the uri"))
         }
@@ -44,40 +46,44 @@ fn classify(e: &mongodb::error::Error, what: &str) -> SinkError {
             "{message} — the user needs readWrite on the database"
         )),
         _ => SinkError::retryable(message),
-    }
+    };
+    error.with_source(e.clone())
 }
 
 impl MongoSink {
     /// A sink; the connection opens in [`Sink::open`].
     pub fn new(config: MongoSinkConfig) -> Self {
-        Self { config, db: None }
+        Self {
+            config,
+            db: OnceCell::new(),
+        }
     }
 
-    /// A sink on an existing client.
+    /// A sink on an existing client (its pool is shared; `uri` is then not used).
     pub fn with_client(client: &Client, config: MongoSinkConfig) -> Self {
         let db = client.database(&config.database);
         Self {
             config,
-            db: Some(db),
+            db: OnceCell::new_with(Some(db)),
         }
     }
 
-    async fn database(&mut self) -> Result<&Database, SinkError> {
-        if self.db.is_none() {
-            let client = Client::with_uri_str(&self.config.uri).await.map_err(|e| {
-                match e.kind.as_ref() {
-                    ErrorKind::InvalidArgument { .. } => SinkError::fatal(format!(
-                        "uri is not a valid MongoDB connection string: {}",
-                        error_chain(&e)
-                    )),
-                    _ => classify(&e, "connecting"),
-                }
-            })?;
-            self.db = Some(client.database(&self.config.database));
-        }
+    async fn database(&self) -> Result<&Database, SinkError> {
         self.db
-            .as_ref()
-            .ok_or_else(|| SinkError::fatal("no database handle"))
+            .get_or_try_init(|| async {
+                let client = Client::with_uri_str(&self.config.uri).await.map_err(|e| {
+                    match e.kind.as_ref() {
+                        ErrorKind::InvalidArgument { .. } => SinkError::fatal(format!(
+                            "uri is not a valid MongoDB connection string: {}",
+                            error_chain(&e)
+                        ))
+                        .with_source(e),
+                        _ => classify(&e, "connecting"),
+                    }
+                })?;
+                Ok(client.database(&self.config.database))
+            })
+            .await
     }
 
     /// The statement for one record, `{q: {_id}, u: doc, upsert: true}`, and an upper bound of
@@ -147,7 +153,7 @@ fn read_answer(answer: &Document) -> CommandOutcome {
 
 #[async_trait]
 impl Sink for MongoSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         let db = self.database().await?;
         db.run_command(doc! { "ping": 1 })
             .await
@@ -155,7 +161,7 @@ impl Sink for MongoSink {
         Ok(())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         let (statements, mut rejected) = convert_records(batch, |i, r| {
             self.statement(r).map(|(s, bytes)| (i, s, bytes))
@@ -210,10 +216,10 @@ impl Sink for MongoSink {
                     retry.get_or_insert(format!("{id}: E{code} {message}"));
                 } else {
                     warn!(record = %id, code, message, "MongoDB refused a document");
-                    rejected.push(RejectedRecord {
-                        id: id.clone(),
-                        reason: format!("E{code}: {message}"),
-                    });
+                    rejected.push(RejectedRecord::new(
+                        id.clone(),
+                        format!("E{code}: {message}"),
+                    ));
                 }
             }
             start = end;
@@ -222,22 +228,21 @@ impl Sink for MongoSink {
             // Every statement is an idempotent replace-with-upsert: the batch is sent again.
             return Err(SinkError::retryable(message));
         }
-        SinkError::outcome(total, rejected)
+        Ok(Outcome::new(total, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "mongodb".into(),
-            mechanism: "unordered update command of replace-with-upsert statements keyed by \
-                        _id = [ns/]topic:partition:offset; E11000 races retried"
-                .into(),
-            claims: vec![(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)],
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "mongodb",
+            "unordered update command of replace-with-upsert statements keyed by _id = \
+             [ns/]topic:partition:offset; E11000 races retried",
+            Claim::NoVisibleDuplicate,
+        )
+        .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }
 

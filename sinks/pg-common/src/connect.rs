@@ -1,24 +1,40 @@
-//! A small connection pool, with rustls TLS when the `rustls` feature is on.
+//! A connection pool, with rustls TLS when the `rustls` feature is on, and [`Checkout`]: a
+//! pooled connection that never goes back to the pool in an unknown state.
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Object, RecyclingMethod, Runtime};
 use serde::{Deserialize, Serialize};
 
 pub use deadpool_postgres::{Pool, PoolError};
 
-/// How to reach the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// How to reach the server. `Debug` redacts the password in `url`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConnectionConfig {
     /// `postgres://user:password@host:port/db?sslmode=prefer` (key=value strings work too).
     pub url: String,
-    /// Connections kept (a sink uses one at a time; more help several sinks in one process).
+    /// Most connections the pool opens. One sink instance serves every partition of a process
+    /// and uses one connection per batch in flight, so this bounds the batches written at once;
+    /// more concurrent batches wait for a free connection.
     pub pool_size: usize,
     /// Connect timeout.
     #[serde(with = "millis")]
     pub connect_timeout: Duration,
     /// PEM file with extra root certificates (a private CA); the webpki roots are always trusted.
     pub tls_ca_file: Option<String>,
+}
+
+impl std::fmt::Debug for ConnectionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionConfig")
+            .field("url", &pico_sink::redact_url(&self.url))
+            .field("pool_size", &self.pool_size)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("tls_ca_file", &self.tls_ca_file)
+            .finish()
+    }
 }
 
 impl ConnectionConfig {
@@ -116,10 +132,78 @@ fn make_manager(
     ))
 }
 
+/// A pooled connection for one batch. If the work using it ends any other way than
+/// [`Checkout::release`] (an error, or the `consume` future dropped halfway, with a transaction
+/// or a COPY open), the connection is taken out of the pool and closed, so the server rolls the
+/// transaction back and no later batch inherits its state.
+pub struct Checkout {
+    object: Option<Object>,
+}
+
+impl Checkout {
+    /// A connection from `pool`.
+    pub async fn get(pool: &Pool) -> Result<Self, pico_sink::SinkError> {
+        let object = pool.get().await.map_err(pool_error)?;
+        Ok(Self {
+            object: Some(object),
+        })
+    }
+
+    /// The work finished cleanly: the connection goes back to the pool.
+    pub fn release(mut self) {
+        drop(self.object.take());
+    }
+}
+
+impl Deref for Checkout {
+    type Target = Object;
+
+    fn deref(&self) -> &Object {
+        self.object
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a checkout holds its connection until dropped"))
+    }
+}
+
+impl DerefMut for Checkout {
+    fn deref_mut(&mut self) -> &mut Object {
+        self.object
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a checkout holds its connection until dropped"))
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if let Some(object) = self.object.take() {
+            tracing::debug!(
+                "connection left in an unknown state: closing it instead of pooling it"
+            );
+            drop(Object::take(object));
+        }
+    }
+}
+
 /// A failure to get a pooled connection, in the sink contract.
 pub fn pool_error(e: PoolError) -> pico_sink::SinkError {
     match e {
-        PoolError::Backend(e) => crate::classify::classify(&e, "connecting").into_sink_error(),
-        other => pico_sink::SinkError::retryable(format!("getting a connection: {other}")),
+        PoolError::Backend(e) => crate::classify::classify(e, "connecting").into_sink_error(),
+        other => pico_sink::SinkError::retryable(format!("getting a connection: {other}"))
+            .with_source(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_the_password() {
+        let c = ConnectionConfig::new("postgres://app:hunter2@db:5432/x");
+        let text = format!("{c:?}");
+        assert!(
+            !text.contains("hunter2") && text.contains("app:<redacted>@db"),
+            "{text}"
+        );
     }
 }

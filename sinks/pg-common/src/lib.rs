@@ -9,7 +9,7 @@ mod mapping;
 mod record;
 
 pub use classify::{Failure, classify};
-pub use connect::{ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
+pub use connect::{Checkout, ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
 pub use mapping::{ConflictAction, extract_mapped};
 pub use pico_sink::MappedColumn;

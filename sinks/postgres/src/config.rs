@@ -27,6 +27,7 @@ impl ValueColumn {
 
 /// Configuration of [`crate::PostgresSink`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PostgresSinkConfig {
     /// Server and pool.
     pub connection: ConnectionConfig,

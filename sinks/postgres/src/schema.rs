@@ -63,7 +63,7 @@ async fn existing_columns(
             &[&config.table.schema, &config.table.table],
         )
         .await
-        .map_err(|e| fatal(classify(&e, "reading the table's columns")))?;
+        .map_err(|e| fatal(classify(e, "reading the table's columns")))?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
@@ -90,7 +90,7 @@ pub(crate) async fn ensure_table(
             // the table now exists.
             existing = existing_columns(client, config).await?;
             if existing.is_empty() {
-                return Err(fatal(classify(&e, "creating the table")));
+                return Err(fatal(classify(e, "creating the table")));
             }
         } else {
             existing = existing_columns(client, config).await?;
@@ -128,7 +128,7 @@ pub(crate) async fn ensure_table(
             &[],
         )
         .await
-        .map_err(|e| fatal(classify(&e, "reading the table's unique keys")))?
+        .map_err(|e| fatal(classify(e, "reading the table's unique keys")))?
         .get(0);
     if unique == 0 {
         return Err(SinkError::fatal(format!(

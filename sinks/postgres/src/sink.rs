@@ -1,8 +1,9 @@
 //! [`PostgresSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Pool, connect_pool, pool_error};
-use pico_sink::{Batch, Claim, Description, Sink, SinkError, WriteReport};
+use pico_pg_common::{Checkout, Pool, connect_pool};
+use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
+use tokio::sync::OnceCell;
 use tracing::debug;
 
 use crate::config::PostgresSinkConfig;
@@ -11,45 +12,46 @@ use crate::schema::ensure_table;
 use crate::write::{Statements, write_rows};
 
 /// Upserts batches on `(pico_topic, pico_partition, pico_offset)`; see the crate docs.
+///
+/// One instance serves every partition of a process: each batch in flight uses one pooled
+/// connection, so batches of different partitions are written concurrently up to the pool's
+/// size. Build it on the process's own pool with [`PostgresSink::with_pool`].
 pub struct PostgresSink {
     config: PostgresSinkConfig,
     pool: Pool,
     statements: Statements,
-    ready: bool,
+    table_ready: OnceCell<()>,
 }
 
+/// Columns the sink writes itself; a mapped column may not take one of these names.
+const RESERVED: [&str; 7] = [
+    "pico_topic",
+    "pico_partition",
+    "pico_offset",
+    "key",
+    "value",
+    "headers",
+    "ts",
+];
+
 impl PostgresSink {
-    /// Checks the configuration and builds the pool (no connection yet).
+    /// Checks the configuration and builds a pool of `connection.pool_size` (no connection yet).
     pub fn new(config: PostgresSinkConfig) -> Result<Self, SinkError> {
-        if !config.keep_value && config.mapped_columns.is_empty() {
-            return Err(SinkError::fatal(
-                "keep_value is false and no mapped_columns are set: the sink would store no payload",
-            ));
-        }
-        let reserved = [
-            "pico_topic",
-            "pico_partition",
-            "pico_offset",
-            "key",
-            "value",
-            "headers",
-            "ts",
-        ];
-        for m in &config.mapped_columns {
-            if reserved.contains(&m.column.as_str()) {
-                return Err(SinkError::fatal(format!(
-                    "mapped column {:?} collides with a column the sink writes: rename it",
-                    m.column
-                )));
-            }
-        }
+        check(&config)?;
         let pool = connect_pool(&config.connection)?;
+        Self::with_pool(pool, config)
+    }
+
+    /// Uses a pool the caller already has (shared with the rest of the process); the
+    /// configuration's `connection` is then not used. The same checks as [`PostgresSink::new`].
+    pub fn with_pool(pool: Pool, config: PostgresSinkConfig) -> Result<Self, SinkError> {
+        check(&config)?;
         let statements = Statements::new(&config);
         Ok(Self {
             config,
             pool,
             statements,
-            ready: false,
+            table_ready: OnceCell::new(),
         })
     }
 
@@ -58,50 +60,76 @@ impl PostgresSink {
         &self.config
     }
 
-    async fn prepare_table(&mut self) -> Result<(), SinkError> {
-        if self.ready {
-            return Ok(());
-        }
-        let client = self.pool.get().await.map_err(pool_error)?;
-        ensure_table(&client, &self.config).await?;
-        self.ready = true;
-        Ok(())
+    /// The pool the sink writes through.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
+
+    async fn prepare_table(&self) -> Result<(), SinkError> {
+        self.table_ready
+            .get_or_try_init(|| async {
+                let client = Checkout::get(&self.pool).await?;
+                ensure_table(&client, &self.config).await?;
+                client.release();
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+}
+
+fn check(config: &PostgresSinkConfig) -> Result<(), SinkError> {
+    if !config.keep_value && config.mapped_columns.is_empty() {
+        return Err(SinkError::fatal(
+            "keep_value is false and no mapped_columns are set: the sink would store no payload",
+        ));
+    }
+    if let Some(m) = config
+        .mapped_columns
+        .iter()
+        .find(|m| RESERVED.contains(&m.column.as_str()))
+    {
+        return Err(SinkError::fatal(format!(
+            "mapped column {:?} collides with a column the sink writes: rename it",
+            m.column
+        )));
+    }
+    Ok(())
 }
 
 #[async_trait]
 impl Sink for PostgresSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         self.prepare_table().await
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         self.prepare_table().await?;
         let (rows, mut rejected) = prepare(&self.config, batch);
         let mut report = WriteReport::default();
         if !rows.is_empty() {
-            let mut client = self.pool.get().await.map_err(pool_error)?;
+            let mut client = Checkout::get(&self.pool).await?;
             let (counts, refused) =
                 write_rows(&mut client, &self.config, &self.statements, &rows, batch)
                     .await
                     .map_err(|f| f.into_sink_error())?;
-            report.written = counts.written;
-            report.already_present = counts.already_present;
+            client.release();
+            report = counts;
             rejected.extend(refused);
         }
         debug!(batch = %batch.id(), written = report.written, present = report.already_present, rejected = rejected.len(), "batch committed");
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         self.pool.close();
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "postgres".into(),
-            mechanism: format!(
+        Description::new(
+            "postgres",
+            format!(
                 "PRIMARY KEY (pico_topic, pico_partition, pico_offset); one transaction per batch: \
                  binary COPY straight into the table when no row of the range exists, else staging \
                  (COPY into a temp table from {} records, unnest below) and INSERT … ON CONFLICT DO {}",
@@ -111,8 +139,7 @@ impl Sink for PostgresSink {
                     pico_pg_common::ConflictAction::Nothing => "NOTHING",
                 }
             ),
-            claims: Vec::new(),
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+            Claim::NoVisibleDuplicate,
+        )
     }
 }

@@ -305,7 +305,7 @@ async fn write_once(
     let mut tx = client
         .transaction()
         .await
-        .map_err(|e| classify(&e, "BEGIN"))?;
+        .map_err(|e| classify(e, "BEGIN"))?;
     // First writes are the common case: when no row of the range is there yet, COPY straight
     // into the target inside a savepoint. A row that appears meanwhile (a zombie writer) fails
     // it with a unique violation; then upsert like a replay.
@@ -317,20 +317,20 @@ async fn write_once(
                 &[&first.topic, &first.partition, &first.offset, &last.offset],
             )
             .await
-            .map_err(|e| classify(&e, "probing for rows already present"))?
+            .map_err(|e| classify(e, "probing for rows already present"))?
             .get(0);
         if !present {
             let savepoint = tx
                 .savepoint("pico_direct")
                 .await
-                .map_err(|e| classify(&e, "SAVEPOINT"))?;
+                .map_err(|e| classify(e, "SAVEPOINT"))?;
             match copy_rows(&savepoint, direct, stmts, config, rows).await {
                 Ok(()) => {
                     savepoint
                         .commit()
                         .await
-                        .map_err(|e| classify(&e, "RELEASE SAVEPOINT"))?;
-                    tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
+                        .map_err(|e| classify(e, "RELEASE SAVEPOINT"))?;
+                    tx.commit().await.map_err(|e| classify(e, "COMMIT"))?;
                     return Ok(WriteReport {
                         written: rows.len() as u64,
                         already_present: 0,
@@ -340,31 +340,31 @@ async fn write_once(
                     savepoint
                         .rollback()
                         .await
-                        .map_err(|e| classify(&e, "ROLLBACK TO SAVEPOINT"))?;
+                        .map_err(|e| classify(e, "ROLLBACK TO SAVEPOINT"))?;
                 }
-                Err(e) => return Err(classify(&e, "COPY into the table")),
+                Err(e) => return Err(classify(e, "COPY into the table")),
             }
         }
     }
     let written: i64 = if rows.len() >= config.copy_threshold {
         tx.batch_execute(&stmts.create_stage)
             .await
-            .map_err(|e| classify(&e, "creating the staging table"))?;
+            .map_err(|e| classify(e, "creating the staging table"))?;
         copy_rows(&tx, &stmts.copy_in, stmts, config, rows)
             .await
-            .map_err(|e| classify(&e, "COPY into the staging table"))?;
+            .map_err(|e| classify(e, "COPY into the staging table"))?;
         tx.query_one(&stmts.from_stage, &[])
             .await
-            .map_err(|e| classify(&e, "INSERT … ON CONFLICT from the staging table"))?
+            .map_err(|e| classify(e, "INSERT … ON CONFLICT from the staging table"))?
             .get(0)
     } else {
         let columns = Columns::new(config, rows);
         tx.query_one(&stmts.from_unnest, &columns.params(config))
             .await
-            .map_err(|e| classify(&e, "INSERT … SELECT FROM unnest … ON CONFLICT"))?
+            .map_err(|e| classify(e, "INSERT … SELECT FROM unnest … ON CONFLICT"))?
             .get(0)
     };
-    tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
+    tx.commit().await.map_err(|e| classify(e, "COMMIT"))?;
     let written = u64::try_from(written).unwrap_or_default();
     Ok(WriteReport {
         written,

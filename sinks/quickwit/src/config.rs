@@ -25,6 +25,7 @@ impl Commit {
 
 /// Configuration of [`crate::QuickwitSink`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct QuickwitSinkConfig {
     /// Base URL of a Quickwit node (`http://127.0.0.1:7280`).
     pub url: String,

@@ -3,8 +3,11 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Largest page a search may ask for (Quickwit's default `max_hits` bound).
-pub(crate) const MAX_HITS: usize = 10_000;
+/// Most distinct offsets one presence check asks for (a terms aggregation's bucket count).
+pub(crate) const MAX_BUCKETS: usize = 10_000;
+
+/// The field holding [`pico_sink::identity::Scope::term_partition_key`].
+pub(crate) const PARTITION_KEY: &str = "pico_partition_key";
 
 /// An index id Quickwit accepts, or why not.
 pub(crate) fn check_index_id(id: &str) -> Result<(), String> {
@@ -31,6 +34,7 @@ pub(crate) fn index_config(index: &str, commit_timeout_secs: u32) -> Value {
             "field_mappings": [
                 {"name": "pico_id", "type": "text", "tokenizer": "raw"},
                 {"name": "pico_topic", "type": "text", "tokenizer": "raw", "fast": true},
+                {"name": PARTITION_KEY, "type": "text", "tokenizer": "raw", "fast": true},
                 {"name": "pico_partition", "type": "u64", "fast": true},
                 {"name": "pico_offset", "type": "u64", "fast": true}
             ]
@@ -39,37 +43,31 @@ pub(crate) fn index_config(index: &str, commit_timeout_secs: u32) -> Value {
     })
 }
 
-fn partition_filter(topic: &str, partition: u32) -> Vec<Value> {
-    vec![
-        json!({"term": {"pico_topic": {"value": topic}}}),
-        json!({"term": {"pico_partition": {"value": partition.to_string()}}}),
-    ]
+/// Filters on one term: the partition's key. (Not `pico_topic`: Quickwit's raw tokenizer drops
+/// tokens of 255 bytes or more, so a long topic could never be matched.)
+fn partition_filter(partition_key: &str) -> Vec<Value> {
+    vec![json!({"term": {PARTITION_KEY: {"value": partition_key}}})]
 }
 
 /// The partition's document with the highest offset.
-pub(crate) fn watermark_query(topic: &str, partition: u32) -> Value {
+pub(crate) fn watermark_query(partition_key: &str) -> Value {
     json!({
         "size": 1,
-        "query": {"bool": {"filter": partition_filter(topic, partition)}},
+        "query": {"bool": {"filter": partition_filter(partition_key)}},
         "sort": [{"pico_offset": {"order": "desc"}}]
     })
 }
 
-/// Documents of the partition with offsets in `first..=last`; `size` 0 counts only.
-pub(crate) fn range_query(
-    topic: &str,
-    partition: u32,
-    first: u64,
-    last: u64,
-    size: usize,
-) -> Value {
-    let mut filter = partition_filter(topic, partition);
+/// The distinct offsets of the partition in `first..=last` (at most `buckets`), as a terms
+/// aggregation: copies of one offset (a second writer's) count once, so they cannot hide other
+/// offsets as a page of hits would.
+pub(crate) fn offsets_query(partition_key: &str, first: u64, last: u64, buckets: usize) -> Value {
+    let mut filter = partition_filter(partition_key);
     filter.push(json!({"range": {"pico_offset": {"gte": first, "lte": last}}}));
     json!({
-        "size": size,
-        "track_total_hits": true,
+        "size": 0,
         "query": {"bool": {"filter": filter}},
-        "sort": [{"pico_offset": {"order": "asc"}}]
+        "aggs": {"offsets": {"terms": {"field": "pico_offset", "size": buckets}}}
     })
 }
 
@@ -77,21 +75,35 @@ pub(crate) fn range_query(
 #[derive(Debug, Deserialize)]
 pub(crate) struct SearchAnswer {
     pub hits: Hits,
+    #[serde(default)]
+    pub aggregations: Option<Aggregations>,
+}
+
+/// The `offsets` terms aggregation.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Aggregations {
+    pub offsets: Buckets,
+}
+
+/// Its buckets.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Buckets {
+    #[serde(default)]
+    pub buckets: Vec<Bucket>,
+}
+
+/// One distinct offset.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Bucket {
+    /// A number (some versions answer a float for u64 fast fields).
+    pub key: Value,
 }
 
 /// Its hits.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Hits {
     #[serde(default)]
-    pub total: Option<Total>,
-    #[serde(default)]
     pub hits: Vec<Hit>,
-}
-
-/// Total hit count.
-#[derive(Debug, Deserialize)]
-pub(crate) struct Total {
-    pub value: u64,
 }
 
 /// One hit.
@@ -102,6 +114,28 @@ pub(crate) struct Hit {
 }
 
 impl SearchAnswer {
+    /// The distinct offsets of the `offsets` aggregation.
+    pub(crate) fn distinct_offsets(&self) -> Result<Vec<u64>, String> {
+        let Some(aggs) = &self.aggregations else {
+            return Err("the answer has no offsets aggregation".into());
+        };
+        aggs.offsets
+            .buckets
+            .iter()
+            .map(|b| {
+                b.key
+                    .as_u64()
+                    .or_else(|| {
+                        b.key
+                            .as_f64()
+                            .filter(|f| f.fract() == 0.0)
+                            .map(|f| f as u64)
+                    })
+                    .ok_or_else(|| format!("an offset bucket key that is not a u64: {}", b.key))
+            })
+            .collect()
+    }
+
     /// `pico_offset` of every hit.
     pub(crate) fn offsets(&self) -> Result<Vec<u64>, String> {
         self.hits
@@ -130,32 +164,34 @@ mod tests {
 
     #[test]
     fn queries_and_answers() {
-        let q = watermark_query("orders \"eu\"", 3);
+        let q = watermark_query("orders \"eu\":3");
         assert_eq!(
-            q["query"]["bool"]["filter"][0]["term"]["pico_topic"]["value"],
-            "orders \"eu\""
-        );
-        assert_eq!(
-            q["query"]["bool"]["filter"][1]["term"]["pico_partition"]["value"],
-            "3"
+            q["query"]["bool"]["filter"][0]["term"][PARTITION_KEY]["value"],
+            "orders \"eu\":3"
         );
         assert_eq!(q["sort"][0]["pico_offset"]["order"], "desc");
-        let r = range_query("t", 0, 5, 9, 0);
+        let r = offsets_query("t:0", 5, 9, 5);
         assert_eq!(
-            r["query"]["bool"]["filter"][2]["range"]["pico_offset"]["lte"],
+            r["query"]["bool"]["filter"][1]["range"]["pico_offset"]["lte"],
             9
         );
+        assert_eq!(r["aggs"]["offsets"]["terms"]["size"], 5);
+        let agg: SearchAnswer = serde_json::from_str(
+            r#"{"hits":{"hits":[]},"aggregations":{"offsets":{"buckets":[{"key":5,"doc_count":2},{"key":7.0,"doc_count":1}]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(agg.distinct_offsets().unwrap(), vec![5, 7]);
         let answer: SearchAnswer = serde_json::from_str(
             r#"{"took":1,"hits":{"total":{"value":2,"relation":"eq"},"hits":[{"_source":{"pico_offset":7}},{"_source":{"pico_offset":9}}]}}"#,
         )
         .unwrap();
         assert_eq!(answer.offsets().unwrap(), vec![7, 9]);
-        assert_eq!(answer.hits.total.unwrap().value, 2);
         assert!(check_index_id("pico-events_1.x").is_ok());
         for bad in ["1abc", "ab", "a b", "a:b"] {
             assert!(check_index_id(bad).is_err(), "{bad}");
         }
         let c = index_config("idx", 5);
-        assert_eq!(c["doc_mapping"]["field_mappings"][3]["name"], "pico_offset");
+        assert_eq!(c["doc_mapping"]["field_mappings"][2]["name"], PARTITION_KEY);
+        assert_eq!(c["doc_mapping"]["field_mappings"][4]["name"], "pico_offset");
     }
 }

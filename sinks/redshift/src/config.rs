@@ -28,6 +28,7 @@ pub enum UpsertStrategy {
 
 /// Configuration of [`crate::RedshiftSink`]; the same shape as the Postgres sink's.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RedshiftSinkConfig {
     /// Server and pool.
     pub connection: ConnectionConfig,

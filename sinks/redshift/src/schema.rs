@@ -64,7 +64,7 @@ async fn existing(client: &Client, config: &RedshiftSinkConfig) -> Result<Vec<St
             &[&config.table.schema, &config.table.table],
         )
         .await
-        .map_err(|e| classify(&e, "reading the table's columns").into_sink_error())?;
+        .map_err(|e| classify(e, "reading the table's columns").into_sink_error())?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -89,7 +89,7 @@ pub(crate) async fn ensure_table(
         let created = client.batch_execute(&ddl).await;
         have = existing(client, config).await?;
         if let (Err(e), true) = (created, have.is_empty()) {
-            return Err(classify(&e, "creating the table").into_sink_error());
+            return Err(classify(e, "creating the table").into_sink_error());
         }
     }
     let missing: Vec<String> = columns(config)

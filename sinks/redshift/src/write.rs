@@ -158,13 +158,13 @@ async fn write_once(
     let tx = client
         .transaction()
         .await
-        .map_err(|e| classify(&e, "BEGIN"))?;
+        .map_err(|e| classify(e, "BEGIN"))?;
     tx.batch_execute(&stmts.lock)
         .await
-        .map_err(|e| classify(&e, "LOCK TABLE"))?;
+        .map_err(|e| classify(e, "LOCK TABLE"))?;
     tx.batch_execute(&stmts.create_stage)
         .await
-        .map_err(|e| classify(&e, "creating the staging table"))?;
+        .map_err(|e| classify(e, "creating the staging table"))?;
     let per_insert = (MAX_PARAMS / stmts.ncols).max(1);
     for chunk in rows.chunks(per_insert) {
         let mut p: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * stmts.ncols);
@@ -173,19 +173,19 @@ async fn write_once(
         }
         tx.execute(&stmts.insert(chunk.len()), &p)
             .await
-            .map_err(|e| classify(&e, "staging rows"))?;
+            .map_err(|e| classify(e, "staging rows"))?;
     }
     let present: i64 = tx
         .query_one(&stmts.count_present, &[])
         .await
-        .map_err(|e| classify(&e, "counting rows already present"))?
+        .map_err(|e| classify(e, "counting rows already present"))?
         .get(0);
     for sql in &stmts.upsert {
         tx.batch_execute(sql)
             .await
-            .map_err(|e| classify(&e, "MERGE"))?;
+            .map_err(|e| classify(e, "MERGE"))?;
     }
-    tx.commit().await.map_err(|e| classify(&e, "COMMIT"))?;
+    tx.commit().await.map_err(|e| classify(e, "COMMIT"))?;
     let present = u64::try_from(present)
         .unwrap_or_default()
         .min(rows.len() as u64);

@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
+use pico_sink::Secret;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::S3Sink`].
+/// Configuration of [`crate::S3Sink`]. `Debug` never prints the secret key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct S3SinkConfig {
     /// Bucket.
     pub bucket: String,
@@ -19,7 +21,7 @@ pub struct S3SinkConfig {
     /// Path-style addressing (most S3-compatible stores need it).
     pub force_path_style: bool,
     /// Access key and secret; `None` reads `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<(String, Secret)>,
     /// Gzip the JSON lines.
     pub gzip: bool,
     /// Create the bucket at `open` when missing.
@@ -47,6 +49,16 @@ impl S3SinkConfig {
         }
     }
 
+    /// The same configuration with an access key and secret.
+    pub fn with_credentials(
+        mut self,
+        access_key: impl Into<String>,
+        secret: impl Into<Secret>,
+    ) -> Self {
+        self.credentials = Some((access_key.into(), secret.into()));
+        self
+    }
+
     /// `prefix/` normalized (empty stays empty).
     pub(crate) fn key_prefix(&self) -> String {
         let p = self.prefix.trim_matches('/');
@@ -61,4 +73,19 @@ impl S3SinkConfig {
 /// The object extension for a configuration.
 pub fn extension(gzip: bool) -> &'static str {
     if gzip { ".jsonl.gz" } else { ".jsonl" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_secret_key() {
+        let c = S3SinkConfig::new("b", "p").with_credentials("AKIA", "wJalrXUtnFEMI");
+        let text = format!("{c:?}");
+        assert!(
+            text.contains("AKIA") && !text.contains("wJalrXUtnFEMI"),
+            "{text}"
+        );
+    }
 }

@@ -2,13 +2,16 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_s3::primitives::ByteStream;
 use pico_sink::identity::{BatchId, Scope};
-use pico_sink::{Batch, Claim, Description, Envelope, Scenario, Sink, SinkError, WriteReport};
+use pico_sink::{
+    Batch, Claim, Description, Envelope, Outcome, Scenario, Sink, SinkError, WriteReport,
+};
 use tracing::debug;
 
 use crate::config::{S3SinkConfig, extension};
@@ -23,18 +26,27 @@ struct Watermark {
     after_key: Option<String>,
 }
 
-/// Writes one object per batch; see the crate docs.
+impl Watermark {
+    /// Takes in what another look at the same partition found (marks only grow).
+    fn merge(&mut self, other: &Watermark) {
+        self.last = self.last.max(other.last);
+        self.after_key = self.after_key.clone().max(other.after_key.clone());
+    }
+}
+
+/// Writes one object per batch; see the crate docs. One instance serves every partition: the
+/// per-partition watermarks are cached behind a lock that is never held across a request.
 pub struct S3Sink {
     config: S3SinkConfig,
     client: Client,
-    marks: HashMap<(String, u32), Watermark>,
+    marks: Mutex<HashMap<(String, u32), Watermark>>,
 }
 
 impl S3Sink {
     /// Builds a client from the configuration.
     pub fn new(config: S3SinkConfig) -> Result<Self, SinkError> {
         let (key, secret) = match &config.credentials {
-            Some(c) => c.clone(),
+            Some((key, secret)) => (key.clone(), secret.expose().to_owned()),
             None => (
                 std::env::var("AWS_ACCESS_KEY_ID").map_err(|_| {
                     SinkError::fatal("no credentials: set them in the config or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
@@ -69,8 +81,20 @@ impl S3Sink {
         Self {
             config,
             client,
-            marks: HashMap::new(),
+            marks: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn marks(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u32), Watermark>> {
+        self.marks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Raises a partition's cached watermark with what was just learned.
+    fn remember(&self, topic: &str, partition: u32, seen: &Watermark) -> Option<u64> {
+        let mut marks = self.marks();
+        let mark = marks.entry((topic.to_owned(), partition)).or_default();
+        mark.merge(seen);
+        mark.last
     }
 
     fn object_key(&self, id: &BatchId) -> String {
@@ -83,14 +107,14 @@ impl S3Sink {
     }
 
     /// Refreshes the watermark of a partition by listing its objects after the last known key.
-    async fn refresh(&mut self, topic: &str, partition: u32) -> Result<Option<u64>, SinkError> {
+    async fn refresh(&self, topic: &str, partition: u32) -> Result<Option<u64>, SinkError> {
         let prefix = format!(
             "{}{}",
             self.config.key_prefix(),
             self.config.scope.s3_partition_prefix(topic, partition)
         );
         let mut mark = self
-            .marks
+            .marks()
             .get(&(topic.to_owned(), partition))
             .cloned()
             .unwrap_or_default();
@@ -136,16 +160,14 @@ impl S3Sink {
                 _ => break,
             }
         }
-        let last = mark.last;
-        self.marks.insert((topic.to_owned(), partition), mark);
-        Ok(last)
+        Ok(self.remember(topic, partition, &mark))
     }
 
     fn body(&self, batch: &Batch) -> Result<Vec<u8>, SinkError> {
         let mut lines = Vec::with_capacity(batch.len() * 128);
         for r in batch.records() {
             serde_json::to_writer(&mut lines, &Envelope::from_record(&self.config.scope, r))
-                .map_err(|e| SinkError::fatal(format!("serializing {}: {e}", r.id)))?;
+                .map_err(|e| SinkError::fatal(format!("serializing {}", r.id)).with_source(e))?;
             lines.push(b'\n');
         }
         if !self.config.gzip {
@@ -154,13 +176,13 @@ impl S3Sink {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&lines)
             .and_then(|()| gz.finish())
-            .map_err(|e| SinkError::fatal(format!("gzip: {e}")))
+            .map_err(|e| SinkError::fatal("gzip").with_source(e))
     }
 }
 
 #[async_trait]
 impl Sink for S3Sink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         if !self.config.create_bucket {
             return Ok(());
         }
@@ -192,7 +214,7 @@ impl Sink for S3Sink {
         }
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let watermark = self.refresh(batch.topic(), batch.partition()).await?;
         let tail = match watermark {
             Some(w) => batch.after(w),
@@ -200,10 +222,7 @@ impl Sink for S3Sink {
         };
         let Some(tail) = tail else {
             debug!(batch = %batch.id(), ?watermark, "already below the watermark");
-            return Ok(WriteReport {
-                written: 0,
-                already_present: batch.len() as u64,
-            });
+            return Ok(WriteReport::already_present(batch.len()).into());
         };
         let skipped = (batch.len() - tail.len()) as u64;
         let key = self.object_key(tail.id());
@@ -230,10 +249,7 @@ impl Sink for S3Sink {
             Err(e) => {
                 let status = e.raw_response().map(|r| r.status().as_u16());
                 match classify(&e, status, &format!("PUT {key}")) {
-                    S3Failure::AlreadyExists => WriteReport {
-                        written: 0,
-                        already_present: batch.len() as u64,
-                    },
+                    S3Failure::AlreadyExists => WriteReport::already_present(batch.len()),
                     S3Failure::NoSuchBucket => {
                         return Err(SinkError::fatal(format!(
                             "bucket {} does not exist: create it or set create_bucket",
@@ -244,38 +260,38 @@ impl Sink for S3Sink {
                 }
             }
         };
-        let mark = self
-            .marks
-            .entry((batch.topic().to_owned(), batch.partition()))
-            .or_default();
-        mark.last = Some(mark.last.map_or(tail.id().last, |l| l.max(tail.id().last)));
+        self.remember(
+            batch.topic(),
+            batch.partition(),
+            &Watermark {
+                last: Some(tail.id().last),
+                after_key: None,
+            },
+        );
         debug!(
             key,
             written = report.written,
             present = report.already_present,
             "object stored"
         );
-        Ok(report)
+        Ok(report.into())
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "s3".into(),
-            mechanism: "one object per batch, key [prefix/][ns/]topic/partition/first-last from the \
-                        BatchId; PutObject If-None-Match: * (412 = already written); LIST watermark, \
-                        only offsets above it are written"
-                .into(),
-            claims: vec![(
-                Scenario::ZombieWriter,
-                Claim::Measured {
-                    why: "two writers can both LIST before either PUTs".into(),
-                },
-            )],
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "s3",
+            "one object per batch, key [prefix/][ns/]topic/partition/first-last from the BatchId; \
+             PutObject If-None-Match: * (412 = already written); LIST watermark, only offsets \
+             above it are written",
+            Claim::NoVisibleDuplicate,
+        )
+        .with_claim(
+            Scenario::ZombieWriter,
+            Description::measured("two writers can both LIST before either PUTs"),
+        )
     }
 }

@@ -10,30 +10,31 @@
 //! use pico_sink_stdout::StdoutSink;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let mut out = Vec::new();
-//! let mut sink = StdoutSink::to_writer(&mut out, Default::default());
+//! let sink = StdoutSink::to_writer(Vec::new(), Default::default());
 //! let batch = Batch::new(vec![Record::new(RecordId::new("orders", 0, 7), "{\"n\":1}")]).unwrap();
 //! sink.consume(&batch).await.unwrap();
-//! drop(sink);
 //! assert_eq!(
-//!     String::from_utf8(out).unwrap(),
+//!     String::from_utf8(sink.into_writer()).unwrap(),
 //!     "{\"pico_id\":\"orders:0:7\",\"pico_topic\":\"orders\",\"pico_partition\":0,\"pico_offset\":7,\"value\":{\"json\":{\"n\":1}}}\n"
 //! );
 //! # });
 //! ```
 
 use std::io::{self, Write};
+use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
-use pico_sink::{Batch, Claim, Description, Envelope, Scenario, Sink, SinkError, WriteReport};
+use pico_sink::{
+    Batch, Claim, Description, Envelope, Outcome, Scenario, Sink, SinkError, WriteReport,
+};
 use tracing::debug;
 
-/// Writes JSON lines to any [`Write`] (stdout by default).
+/// Writes JSON lines to any [`Write`] (stdout by default). Batches of concurrent partitions
+/// are written whole, one after the other: lines of two batches never interleave.
 pub struct StdoutSink<W: Write + Send> {
-    out: W,
+    out: Mutex<W>,
     scope: Scope,
-    buf: Vec<u8>,
 }
 
 impl StdoutSink<io::Stdout> {
@@ -47,72 +48,76 @@ impl<W: Write + Send> StdoutSink<W> {
     /// A sink writing to `out`.
     pub fn to_writer(out: W, scope: Scope) -> Self {
         Self {
-            out,
+            out: Mutex::new(out),
             scope,
-            buf: Vec::new(),
         }
     }
 
-    /// The writer.
-    pub fn writer(&self) -> &W {
-        &self.out
+    /// Runs `f` on the writer (between batches).
+    pub fn with_writer<T>(&self, f: impl FnOnce(&mut W) -> T) -> T {
+        f(&mut self.lock())
     }
 
     /// Takes the writer back.
     pub fn into_writer(self) -> W {
-        self.out
+        self.out.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, W> {
+        // A panic while writing leaves at worst a partial line: the writer stays usable.
+        self.out.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// Maps an I/O error to the sink contract: a closed pipe cannot recover, anything else may.
 fn io_error(e: io::Error) -> SinkError {
     match e.kind() {
-        io::ErrorKind::BrokenPipe => SinkError::fatal(format!(
-            "output closed ({e}): whatever reads this sink's output has gone away"
-        )),
-        _ => SinkError::retryable(format!("write failed: {e}")),
+        io::ErrorKind::BrokenPipe => {
+            SinkError::fatal("output closed: whatever reads this sink's output has gone away")
+                .with_source(e)
+        }
+        _ => SinkError::retryable("writing the output").with_source(e),
     }
 }
 
 #[async_trait]
 impl<W: Write + Send> Sink for StdoutSink<W> {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
-        self.buf.clear();
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        // Serialized before taking the writer; written with one call under the lock, so a
+        // future dropped before it wrote nothing and concurrent batches never interleave.
+        let mut buf = Vec::with_capacity(batch.len() * 128);
         for record in batch.records() {
             let envelope = Envelope::from_record(&self.scope, record);
-            serde_json::to_writer(&mut self.buf, &envelope)
-                .map_err(|e| SinkError::fatal(format!("cannot serialize record: {e}")))?;
-            self.buf.push(b'\n');
+            serde_json::to_writer(&mut buf, &envelope).map_err(|e| {
+                SinkError::fatal("cannot serialize a record as JSON").with_source(e)
+            })?;
+            buf.push(b'\n');
         }
-        self.out.write_all(&self.buf).map_err(io_error)?;
-        self.out.flush().map_err(io_error)?;
+        {
+            let mut out = self.lock();
+            out.write_all(&buf).map_err(io_error)?;
+            out.flush().map_err(io_error)?;
+        }
         debug!(batch = %batch.id(), "printed");
-        Ok(WriteReport {
-            written: batch.len() as u64,
-            already_present: 0,
-        })
+        Ok(WriteReport::written(batch.len()).into())
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
-        self.out.flush().map_err(io_error)
+    async fn close(&self) -> Result<(), SinkError> {
+        self.lock().flush().map_err(io_error)
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "stdout".into(),
-            mechanism: "JSON lines with pico_id/pico_topic/pico_partition/pico_offset in every \
-                        line; nothing is refused, a replay prints again and a reader dedupes by \
-                        pico_id"
-                .into(),
-            claims: vec![
-                (Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate),
-                (Scenario::BadInput, Claim::NoVisibleDuplicate),
-            ],
-            default_claim: Claim::Repeats,
-        }
+        Description::new(
+            "stdout",
+            "JSON lines with pico_id/pico_topic/pico_partition/pico_offset in every line; nothing \
+             is refused, a replay prints again and a reader dedupes by pico_id",
+            Claim::Repeats,
+        )
+        .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)
+        .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
     }
 }

@@ -19,11 +19,11 @@ fn batch() -> Batch {
 
 #[tokio::test]
 async fn replay_prints_again_and_identities_let_a_reader_dedupe() {
-    let mut sink = StdoutSink::to_writer(Vec::new(), Scope::default());
+    let sink = StdoutSink::to_writer(Vec::new(), Scope::default());
     sink.consume(&batch()).await.unwrap();
     // A new sink instance (a restarted process) gets the same batch.
     let out = sink.into_writer();
-    let mut sink = StdoutSink::to_writer(out, Scope::default());
+    let sink = StdoutSink::to_writer(out, Scope::default());
     sink.consume(&batch()).await.unwrap();
     let text = String::from_utf8(sink.into_writer()).unwrap();
     let ids: Vec<String> = text
@@ -49,10 +49,12 @@ impl Write for ClosedPipe {
 
 #[tokio::test]
 async fn a_closed_pipe_is_fatal_and_says_so() {
-    let mut sink = StdoutSink::to_writer(ClosedPipe, Scope::default());
+    let sink = StdoutSink::to_writer(ClosedPipe, Scope::default());
     match sink.consume(&batch()).await {
-        Err(SinkError::Fatal { message }) => {
-            assert!(message.contains("output closed"), "{message}")
+        Err(e @ SinkError::Fatal { .. }) => {
+            assert!(e.message().contains("output closed"), "{e}");
+            let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<io::Error>());
+            assert_eq!(source.map(io::Error::kind), Some(io::ErrorKind::BrokenPipe));
         }
         other => panic!("expected Fatal, got {other:?}"),
     }

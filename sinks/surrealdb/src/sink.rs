@@ -3,16 +3,18 @@
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
 use pico_sink::{
-    Batch, Claim, Description, EnvelopeHeader, Payload, RejectedRecord, Sink, SinkError,
-    WriteReport,
+    Batch, Claim, Description, EnvelopeHeader, Outcome, Payload, RejectedRecord, Secret, Sink,
+    SinkError, WriteReport,
 };
 use serde::{Deserialize, Serialize};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
+use tokio::sync::OnceCell;
 use tracing::debug;
 
-/// Configuration of [`SurrealSink`].
+/// Configuration of [`SurrealSink`]. `Debug` never prints the password.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SurrealSinkConfig {
     /// `ws://host:8000`, `wss://…`, or `mem://` for the embedded engine.
     pub url: String,
@@ -23,7 +25,7 @@ pub struct SurrealSinkConfig {
     /// Table.
     pub table: String,
     /// Root user and password for remote servers.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<(String, Secret)>,
     /// Identity scope (qualifies `pico_topic` and the record ids).
     pub scope: Scope,
 }
@@ -42,10 +44,13 @@ impl SurrealSinkConfig {
     }
 }
 
-/// Upserts batches on `[topic, partition, offset]`; see the crate docs.
+/// Upserts batches on `[topic, partition, offset]`; see the crate docs. One instance (one
+/// client) serves every partition of a process; the namespace and database are selected once,
+/// at `open`, on that client.
 pub struct SurrealSink {
     config: SurrealSinkConfig,
-    db: Option<Surreal<Any>>,
+    given: Option<Surreal<Any>>,
+    db: OnceCell<Surreal<Any>>,
 }
 
 const UPSERT: &str = "BEGIN TRANSACTION;
@@ -72,45 +77,55 @@ fn error(e: surrealdb::Error, what: &str) -> SinkError {
     .iter()
     .any(|w| text.to_ascii_lowercase().contains(w));
     if transient {
-        SinkError::retryable(format!("{what}: {text}"))
+        SinkError::retryable(format!("{what}: {text}")).with_source(e)
     } else {
-        SinkError::fatal(format!("{what}: {text}"))
+        SinkError::fatal(format!("{what}: {text}")).with_source(e)
     }
 }
 
 impl SurrealSink {
     /// A sink that connects at `open`.
     pub fn new(config: SurrealSinkConfig) -> Self {
-        Self { config, db: None }
+        Self {
+            config,
+            given: None,
+            db: OnceCell::new(),
+        }
     }
 
-    /// A sink on an existing client (its namespace and database are set at `open`).
+    /// A sink on an existing client (its namespace and database are selected at `open`).
     pub fn with_client(db: Surreal<Any>, config: SurrealSinkConfig) -> Self {
         Self {
             config,
-            db: Some(db),
+            given: Some(db),
+            db: OnceCell::new(),
         }
     }
 
-    async fn db(&mut self) -> Result<&Surreal<Any>, SinkError> {
-        if self.db.is_none() {
-            let db = surrealdb::engine::any::connect(self.config.url.as_str())
-                .await
-                .map_err(|e| error(e, "connecting"))?;
-            if let Some((user, pass)) = &self.config.credentials {
-                db.signin(surrealdb::opt::auth::Root {
-                    username: user.clone(),
-                    password: pass.clone(),
-                })
-                .await
-                .map_err(|e| SinkError::fatal(format!("signing in: {e}: check the credentials")))?;
+    async fn db(&self) -> Result<&Surreal<Any>, SinkError> {
+        self.db.get_or_try_init(|| self.connect()).await
+    }
+
+    async fn connect(&self) -> Result<Surreal<Any>, SinkError> {
+        let db = match &self.given {
+            Some(db) => db.clone(),
+            None => {
+                let db = surrealdb::engine::any::connect(self.config.url.as_str())
+                    .await
+                    .map_err(|e| error(e, "connecting"))?;
+                if let Some((user, pass)) = &self.config.credentials {
+                    db.signin(surrealdb::opt::auth::Root {
+                        username: user.clone(),
+                        password: pass.expose().to_owned(),
+                    })
+                    .await
+                    .map_err(|e| {
+                        SinkError::fatal("signing in: check the credentials").with_source(e)
+                    })?;
+                }
+                db
             }
-            self.db = Some(db);
-        }
-        let db = self
-            .db
-            .as_ref()
-            .ok_or_else(|| SinkError::fatal("no client"))?;
+        };
         db.use_ns(self.config.namespace.clone())
             .use_db(self.config.database.clone())
             .await
@@ -121,22 +136,22 @@ impl SurrealSink {
 
 #[async_trait]
 impl Sink for SurrealSink {
-    async fn open(&mut self) -> Result<(), SinkError> {
+    async fn open(&self) -> Result<(), SinkError> {
         self.db().await.map(|_| ())
     }
 
-    async fn consume(&mut self, batch: &Batch) -> Result<WriteReport, SinkError> {
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let mut rows = Vec::with_capacity(batch.len());
         let mut rejected = Vec::new();
         for r in batch.records() {
             let Ok(offset) = i64::try_from(r.id.offset) else {
-                rejected.push(RejectedRecord {
-                    id: r.id.clone(),
-                    reason: format!(
+                rejected.push(RejectedRecord::new(
+                    r.id.clone(),
+                    format!(
                         "offset {} is above i64::MAX: SurrealDB integers are signed",
                         r.id.offset
                     ),
-                });
+                ));
                 continue;
             };
             let key = self.config.scope.surreal_key(&r.id);
@@ -184,19 +199,18 @@ impl Sink for SurrealSink {
             written,
             already_present: 0,
         };
-        SinkError::outcome(report, rejected)
+        Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&mut self) -> Result<(), SinkError> {
+    async fn close(&self) -> Result<(), SinkError> {
         Ok(())
     }
 
     fn describe(&self) -> Description {
-        Description {
-            sink: "surrealdb".into(),
-            mechanism: "UPSERT type::record(table, [topic, partition, offset]) CONTENT …, one transaction per batch".into(),
-            claims: Vec::new(),
-            default_claim: Claim::NoVisibleDuplicate,
-        }
+        Description::new(
+            "surrealdb",
+            "UPSERT type::record(table, [topic, partition, offset]) CONTENT …, one transaction per batch",
+            Claim::NoVisibleDuplicate,
+        )
     }
 }

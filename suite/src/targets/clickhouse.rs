@@ -1,0 +1,134 @@
+//! The ClickHouse sink against a real ClickHouse, the fault proxy cutting the answer to the
+//! INSERT; visible rows are read with `FINAL`, physical rows counted without it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pico_sink::identity::RecordId;
+use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig, unescape_field};
+use tokio::sync::Mutex;
+
+use crate::servers::clickhouse::ClickHouseServer;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::proxy::FaultProxies;
+use pico_conformance::target::{
+    Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
+};
+
+const DATABASE: &str = "pico";
+
+/// The ClickHouse sink.
+pub struct ClickHouseTarget;
+
+#[async_trait]
+impl Target for ClickHouseTarget {
+    fn name(&self) -> &'static str {
+        "clickhouse"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-clickhouse"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = ClickHouseServer::provide(provider).await?;
+        let info = server.info().await;
+        Ok(Box::new(ChDestination {
+            server: Mutex::new(Some(server)),
+            info,
+            proxies: FaultProxies::default(),
+        }))
+    }
+}
+
+struct ChDestination {
+    server: Mutex<Option<ClickHouseServer>>,
+    info: ServerInfo,
+    proxies: FaultProxies,
+}
+
+fn table(isolation: &str) -> String {
+    isolation.replace('-', "_")
+}
+
+#[async_trait]
+impl Destination for ChDestination {
+    fn server(&self) -> ServerInfo {
+        self.info.clone()
+    }
+
+    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+        Some(b"INSERT".to_vec())
+    }
+
+    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let guard = self.server.lock().await;
+        let server = guard.as_ref().ok_or("server stopped")?;
+        let proxy = self.proxies.in_front_of_url(server.url()).await?;
+        let config = ClickHouseSinkConfig::new(
+            format!("http://{}", proxy.addr()),
+            DATABASE,
+            table(isolation),
+        );
+        Ok(SinkUnderTest {
+            sink: Arc::new(ClickHouseSink::new(config).map_err(|e| e.to_string())?),
+            faults: Some(proxy),
+        })
+    }
+
+    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let guard = self.server.lock().await;
+        let server = guard.as_ref().ok_or("server stopped")?;
+        let t = format!("{DATABASE}.{}", table(isolation));
+        let visible = server
+            .query(&format!(
+                "SELECT pico_topic, pico_partition, pico_offset, value FROM {t} FINAL FORMAT TabSeparated"
+            ))
+            .await?;
+        let mut rows = Vec::new();
+        for line in visible.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let fields: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
+            let [topic, partition, offset, value] = fields[..] else {
+                return Err(format!("unexpected row: {}", String::from_utf8_lossy(line)));
+            };
+            let parse = |f: &[u8]| {
+                String::from_utf8_lossy(f)
+                    .parse::<u64>()
+                    .map_err(|e| e.to_string())
+            };
+            let value = unescape_field(value);
+            rows.push(ReadRow {
+                id: RecordId::new(
+                    String::from_utf8_lossy(&unescape_field(topic)).into_owned(),
+                    parse(partition)? as u32,
+                    parse(offset)?,
+                ),
+                checksum: checksum(&value),
+                value: value.into(),
+            });
+        }
+        let physical: u64 =
+            String::from_utf8_lossy(&server.query(&format!("SELECT count() FROM {t}")).await?)
+                .trim()
+                .parse()
+                .map_err(|e| format!("count(): {e}"))?;
+        Ok(Readback {
+            rows,
+            physical_rows: Some(physical),
+            notes: vec![format!("{physical} physical rows before merge")],
+        })
+    }
+
+    async fn shutdown(self: Box<Self>) -> Result<(), String> {
+        self.proxies.clear().await;
+        match self.server.lock().await.take() {
+            Some(s) => s.stop().await,
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The Delta Lake sink with the real delta-rs library, on a local temp directory (embedded; no
+//! network path, so lost-ack and outage are not applicable) or on S3 (SeaweedFS natively, MinIO
+//! through docker, or `PICO_S3_URL`), with the fault proxy cutting the answer to the PUT of a
+//! log entry. Read back from the table's current snapshot: every data file it references,
+//! fetched through the table's object store and read with the parquet reader.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deltalake::arrow::array::{Array, BinaryArray, Int64Array, StringArray};
+use deltalake::logstore::object_store::ObjectStoreExt;
+use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use pico_sink::identity::RecordId;
+use pico_sink_delta::{DeltaSink, DeltaSinkConfig};
+use std::collections::HashMap;
+use tokio::sync::Mutex;
+
+use crate::servers::s3::S3Server;
+use pico_conformance::proxy::{FaultProxies, FaultProxy};
+
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::{
+    Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
+};
+
+/// The Delta Lake sink on a local directory.
+pub struct DeltaTarget;
+
+#[async_trait]
+impl Target for DeltaTarget {
+    fn name(&self) -> &'static str {
+        "delta"
+    }
+    fn title(&self) -> &'static str {
+        "local filesystem"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-delta"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![ProviderKind::Embedded]
+    }
+    async fn provision(&self, _: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("pico-delta-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(DeltaDestination {
+            store: Store::Local(Arc::new(dir)),
+        }))
+    }
+}
+
+/// The Delta Lake sink on an S3-compatible store.
+pub struct DeltaS3Target;
+
+/// The bucket every scenario's table lives in (one table per scenario, under its own prefix).
+const BUCKET: &str = "pico-delta";
+
+#[async_trait]
+impl Target for DeltaS3Target {
+    fn name(&self) -> &'static str {
+        "delta-s3"
+    }
+    fn title(&self) -> &'static str {
+        "S3 object store"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-delta"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = S3Server::provide(provider).await?;
+        server.ensure_bucket(BUCKET).await?;
+        Ok(Box::new(DeltaDestination {
+            store: Store::S3(Box::new(S3Store {
+                server: Mutex::new(Some(server)),
+                proxies: FaultProxies::default(),
+            })),
+        }))
+    }
+}
+
+enum Store {
+    Local(Arc<tempfile::TempDir>),
+    S3(Box<S3Store>),
+}
+
+struct S3Store {
+    server: Mutex<Option<S3Server>>,
+    proxies: FaultProxies,
+}
+
+struct DeltaDestination {
+    store: Store,
+}
+
+impl DeltaDestination {
+    /// Table location, storage options for an endpoint (`None`: the server itself), and the
+    /// fault proxy in front of the store when one was asked for.
+    async fn table(
+        &self,
+        isolation: &str,
+        proxied: bool,
+    ) -> Result<(String, HashMap<String, String>, Option<Arc<FaultProxy>>), String> {
+        match &self.store {
+            Store::Local(dir) => Ok((
+                dir.path().join(isolation).display().to_string(),
+                HashMap::new(),
+                None,
+            )),
+            Store::S3(s3) => {
+                let (server, proxies) = (&s3.server, &s3.proxies);
+                let guard = server.lock().await;
+                let server = guard.as_ref().ok_or("server stopped")?;
+                let (endpoint, proxy) = if proxied {
+                    let proxy = proxies.in_front_of_url(&server.endpoint).await?;
+                    (format!("http://{}", proxy.addr()), Some(proxy))
+                } else {
+                    (server.endpoint.clone(), None)
+                };
+                let options = HashMap::from([
+                    ("AWS_ENDPOINT_URL".to_owned(), endpoint),
+                    ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
+                    (
+                        "AWS_SECRET_ACCESS_KEY".to_owned(),
+                        server.secret_key.clone(),
+                    ),
+                    ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
+                    ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
+                    // The object store's own retries would absorb a lost answer (its retried
+                    // conditional PUT meets 412, which the sink also handles); off, so the
+                    // scenarios exercise the sink's path.
+                    ("max_retries".to_owned(), "0".to_owned()),
+                ]);
+                Ok((format!("s3://{BUCKET}/{isolation}"), options, proxy))
+            }
+        }
+    }
+}
+
+fn column<'a, T: 'static>(
+    batch: &'a deltalake::arrow::record_batch::RecordBatch,
+    name: &str,
+) -> Result<&'a T, String> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| format!("column {name} missing or of another type"))
+}
+
+#[async_trait]
+impl Destination for DeltaDestination {
+    fn server(&self) -> ServerInfo {
+        let on = match &self.store {
+            Store::Local(_) => "local filesystem".to_owned(),
+            Store::S3(s3) => s3
+                .server
+                .try_lock()
+                .ok()
+                .and_then(|g| {
+                    g.as_ref().map(|s| {
+                        let info = s.info();
+                        format!("on {} {}", info.name, info.version)
+                    })
+                })
+                .unwrap_or_else(|| "on S3".into()),
+        };
+        ServerInfo {
+            name: "delta-rs (deltalake)".into(),
+            version: format!("1.1.2, {on}"),
+        }
+    }
+
+    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+        // The commit is the only conditional request: the PUT of the next log entry with
+        // If-None-Match (data files are plain PUTs).
+        matches!(self.store, Store::S3(_)).then(|| b"if-none-match".to_vec())
+    }
+
+    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (location, options, proxy) = self.table(isolation, true).await?;
+        let mut config = DeltaSinkConfig::new(location);
+        config.storage_options = options;
+        Ok(SinkUnderTest {
+            sink: Arc::new(DeltaSink::new(config)),
+            faults: proxy.map(|p| p as Arc<dyn pico_conformance::fault::FaultSwitch>),
+        })
+    }
+
+    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let (location, options, _) = self.table(isolation, false).await?;
+        let url = if location.contains("://") {
+            url::Url::parse(&location).map_err(|e| e.to_string())?
+        } else {
+            url::Url::from_directory_path(&location)
+                .map_err(|()| format!("{location} is not absolute"))?
+        };
+        let table = match deltalake::open_table_with_storage_options(url, options).await {
+            Ok(t) => t,
+            Err(deltalake::DeltaTableError::NotATable(_)) => return Ok(Readback::default()),
+            Err(e) => return Err(format!("opening {location}: {e}")),
+        };
+        let version = table.version().unwrap_or_default();
+        let paths: Vec<deltalake::Path> = table
+            .snapshot()
+            .map_err(|e| e.to_string())?
+            .log_data()
+            .into_iter()
+            .map(|add| add.object_store_path())
+            .collect();
+        let store = table.object_store();
+        let mut rows = Vec::new();
+        for path in &paths {
+            let bytes = store
+                .get(path)
+                .await
+                .map_err(|e| format!("{path}: {e}"))?
+                .bytes()
+                .await
+                .map_err(|e| format!("{path}: {e}"))?;
+            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+                .and_then(|b| b.build())
+                .map_err(|e| format!("{path}: {e}"))?;
+            for batch in reader {
+                let batch = batch.map_err(|e| e.to_string())?;
+                let topics = column::<StringArray>(&batch, "pico_topic")?;
+                let partitions = column::<Int64Array>(&batch, "pico_partition")?;
+                let offsets = column::<Int64Array>(&batch, "pico_offset")?;
+                let values = column::<BinaryArray>(&batch, "value")?;
+                for i in 0..batch.num_rows() {
+                    let value = bytes::Bytes::copy_from_slice(if values.is_null(i) {
+                        b""
+                    } else {
+                        values.value(i)
+                    });
+                    rows.push(ReadRow {
+                        id: RecordId::new(
+                            topics.value(i),
+                            partitions.value(i) as u32,
+                            offsets.value(i) as u64,
+                        ),
+                        checksum: checksum(&value),
+                        value,
+                    });
+                }
+            }
+        }
+        Ok(Readback {
+            rows,
+            physical_rows: None,
+            notes: vec![format!(
+                "table version {version}, {} data files",
+                paths.len()
+            )],
+        })
+    }
+
+    async fn shutdown(self: Box<Self>) -> Result<(), String> {
+        match self.store {
+            Store::Local(_) => Ok(()),
+            Store::S3(s3) => {
+                s3.proxies.clear().await;
+                match s3.server.lock().await.take() {
+                    Some(s) => s.stop().await,
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}

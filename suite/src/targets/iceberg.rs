@@ -1,0 +1,235 @@
+//! The Iceberg sink with the real iceberg-rust library and its SQL catalog on a SQLite file, the
+//! warehouse in a temp directory (embedded) or on S3 (SeaweedFS natively, MinIO through
+//! docker, or `PICO_S3_URL`). Every sink instance opens its own catalog connection, as separate
+//! processes would. Read back by scanning the table's current snapshot. The commit point is the
+//! catalog's row in the local SQLite file, so there is no network path to cut at the commit:
+//! lost-ack and outage are not applicable.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pico_sink::identity::RecordId;
+use pico_sink_iceberg::{
+    IcebergSink, IcebergSinkConfig, read_table, sqlite_catalog, sqlite_catalog_s3,
+};
+use std::collections::HashMap;
+use tokio::sync::Mutex;
+
+use crate::servers::s3::S3Server;
+
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::proxy::FaultProxies;
+use pico_conformance::target::{
+    Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
+};
+
+const NAMESPACE: &str = "pico";
+
+/// The Iceberg sink on a SQLite catalog and a local warehouse.
+pub struct IcebergTarget;
+
+#[async_trait]
+impl Target for IcebergTarget {
+    fn name(&self) -> &'static str {
+        "iceberg"
+    }
+    fn title(&self) -> &'static str {
+        "SQLite catalog, local warehouse"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-iceberg"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![ProviderKind::Embedded]
+    }
+    async fn provision(&self, _: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("pico-iceberg-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(IcebergDestination {
+            dir: Arc::new(dir),
+            s3: None,
+            on: "local filesystem".into(),
+            proxies: FaultProxies::default(),
+        }))
+    }
+}
+
+/// The Iceberg sink on a SQLite catalog with its warehouse on S3.
+pub struct IcebergS3Target;
+
+/// The bucket of the S3 warehouse.
+const BUCKET: &str = "pico-iceberg";
+
+#[async_trait]
+impl Target for IcebergS3Target {
+    fn name(&self) -> &'static str {
+        "iceberg-s3"
+    }
+    fn title(&self) -> &'static str {
+        "SQLite catalog, S3 warehouse"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-iceberg"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = S3Server::provide(provider).await?;
+        server.ensure_bucket(BUCKET).await?;
+        let dir = tempfile::Builder::new()
+            .prefix("pico-iceberg-s3-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let info = server.info();
+        let properties = HashMap::from([
+            ("s3.endpoint".to_owned(), server.endpoint.clone()),
+            ("s3.access-key-id".to_owned(), server.access_key.clone()),
+            ("s3.secret-access-key".to_owned(), server.secret_key.clone()),
+            ("s3.region".to_owned(), "us-east-1".to_owned()),
+            ("s3.path-style-access".to_owned(), "true".to_owned()),
+        ]);
+        Ok(Box::new(IcebergDestination {
+            dir: Arc::new(dir),
+            s3: Some((properties, Mutex::new(Some(server)))),
+            on: format!("{} {}", info.name, info.version),
+            proxies: FaultProxies::default(),
+        }))
+    }
+}
+
+/// Iceberg's S3 properties and the server they point at.
+type S3Warehouse = (HashMap<String, String>, Mutex<Option<S3Server>>);
+
+struct IcebergDestination {
+    dir: Arc<tempfile::TempDir>,
+    /// S3 properties and the server, for the S3 warehouse.
+    s3: Option<S3Warehouse>,
+    /// Where the warehouse is, in words.
+    on: String,
+    /// Fault proxies between sinks and the S3 warehouse.
+    proxies: FaultProxies,
+}
+
+fn table(isolation: &str) -> String {
+    isolation.replace('-', "_")
+}
+
+impl IcebergDestination {
+    /// A catalog connection of its own (as a separate process would open), reaching the S3
+    /// warehouse at `endpoint` when given (a fault proxy), else directly.
+    async fn catalog(
+        &self,
+        endpoint: Option<String>,
+    ) -> Result<Arc<dyn pico_sink_iceberg::Catalog>, String> {
+        let root = self.dir.path();
+        let db = root.join("catalog.db").display().to_string();
+        match &self.s3 {
+            None => sqlite_catalog(&db, &root.join("warehouse").display().to_string()).await,
+            Some((properties, _)) => {
+                let run = root
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let mut properties = properties.clone();
+                if let Some(endpoint) = endpoint {
+                    properties.insert("s3.endpoint".to_owned(), endpoint);
+                }
+                sqlite_catalog_s3(&db, &format!("s3://{BUCKET}/{run}"), properties).await
+            }
+        }
+        .map_err(|e| e.to_string())
+    }
+}
+
+#[async_trait]
+impl Destination for IcebergDestination {
+    fn server(&self) -> ServerInfo {
+        ServerInfo {
+            name: "iceberg-rust".into(),
+            version: format!("0.10.1, SQL catalog on SQLite, warehouse on {}", self.on),
+        }
+    }
+
+    fn commit_off_the_fault_path(&self) -> Option<String> {
+        self.s3.as_ref().map(|_| {
+            "the commit is the SQLite catalog row on this machine; the fault path carries only \
+             the S3 data and metadata files"
+                .to_owned()
+        })
+    }
+
+    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (endpoint, proxy) = match &self.s3 {
+            Some((properties, _)) => {
+                let upstream = properties.get("s3.endpoint").cloned().unwrap_or_default();
+                let proxy = self.proxies.in_front_of_url(&upstream).await?;
+                (Some(format!("http://{}", proxy.addr())), Some(proxy))
+            }
+            None => (None, None),
+        };
+        let sink = IcebergSink::with_catalog(
+            self.catalog(endpoint).await?,
+            IcebergSinkConfig::new(NAMESPACE, table(isolation)),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(match proxy {
+            Some(proxy) => SinkUnderTest::with_faults(sink, proxy),
+            None => SinkUnderTest::new(sink),
+        })
+    }
+
+    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let catalog = self.catalog(None).await?;
+        let ident = iceberg_ident(&table(isolation))?;
+        if !catalog
+            .table_exists(&ident)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            return Ok(Readback::default());
+        }
+        let contents = read_table(catalog.as_ref(), &ident).await?;
+        let rows = contents
+            .rows
+            .into_iter()
+            .map(|r| {
+                let value = bytes::Bytes::from(r.value);
+                ReadRow {
+                    id: RecordId::new(r.topic, r.partition, r.offset),
+                    checksum: checksum(&value),
+                    value,
+                }
+            })
+            .collect();
+        Ok(Readback {
+            rows,
+            physical_rows: None,
+            notes: vec![format!(
+                "{} snapshots, {} data files",
+                contents.snapshots, contents.data_files
+            )],
+        })
+    }
+
+    async fn shutdown(self: Box<Self>) -> Result<(), String> {
+        self.proxies.clear().await;
+        match &self.s3 {
+            Some((_, server)) => match server.lock().await.take() {
+                Some(s) => s.stop().await,
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+fn iceberg_ident(table: &str) -> Result<pico_sink_iceberg::TableIdent, String> {
+    pico_sink_iceberg::TableIdent::from_strs([NAMESPACE, table]).map_err(|e| e.to_string())
+}

@@ -1,0 +1,216 @@
+//! The InfluxDB sink against a real InfluxDB: 1.x (native or external, v1 API) or 2.x (docker,
+//! v2 API, one bucket per scenario mapped to a database name), a fault proxy between; each
+//! scenario writes its own database or bucket, read back with InfluxQL `SELECT *` and rebuilt
+//! into the JSON payloads from tags and fields.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pico_sink::identity::RecordId;
+use pico_sink_influxdb::{
+    InfluxSink, InfluxSinkConfig, OFFSET_FIELD, PARTITION_TAG, Payload, PointMapping, TOPIC_TAG,
+};
+use tokio::sync::Mutex;
+
+use crate::servers::influxdb::{InfluxServer, V2_ORG};
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::proxy::FaultProxies;
+use pico_conformance::target::{
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
+    payload_checksum,
+};
+
+/// Measurement every scenario writes.
+const MEASUREMENT: &str = "records";
+
+/// The InfluxDB sink.
+pub struct InfluxTarget;
+
+#[async_trait]
+impl Target for InfluxTarget {
+    fn name(&self) -> &'static str {
+        "influxdb"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-influxdb"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = InfluxServer::provide(provider).await?;
+        let info = server.info().await;
+        Ok(Box::new(InfluxDestination {
+            server: Mutex::new(Some(server)),
+            info,
+            proxies: FaultProxies::default(),
+            client: reqwest::Client::new(),
+        }))
+    }
+}
+
+struct InfluxDestination {
+    server: Mutex<Option<InfluxServer>>,
+    info: ServerInfo,
+    proxies: FaultProxies,
+    client: reqwest::Client,
+}
+
+fn database(isolation: &str) -> String {
+    isolation.replace('-', "_")
+}
+
+impl InfluxDestination {
+    async fn url(&self) -> Result<String, String> {
+        self.server
+            .lock()
+            .await
+            .as_ref()
+            .map(|s| s.url().to_owned())
+            .ok_or_else(|| "server stopped".into())
+    }
+
+    async fn v2_token(&self) -> Option<String> {
+        self.server
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|s| s.v2_token().map(str::to_owned))
+    }
+
+    async fn query(&self, db: &str, q: &str) -> Result<serde_json::Value, String> {
+        let mut url = reqwest::Url::parse(&self.url().await?).map_err(|e| e.to_string())?;
+        url.set_path("/query");
+        url.query_pairs_mut()
+            .append_pair("db", db)
+            .append_pair("epoch", "ns")
+            .append_pair("q", q);
+        let mut request = self.client.get(url);
+        if let Some(token) = self.v2_token().await {
+            request = request.header("Authorization", format!("Token {token}"));
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| format!("{q}: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("{q}: {e}"))
+    }
+}
+
+#[async_trait]
+impl Destination for InfluxDestination {
+    fn server(&self) -> ServerInfo {
+        self.info.clone()
+    }
+
+    fn payload_form(&self) -> PayloadForm {
+        PayloadForm::Json
+    }
+
+    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let proxy = self.proxies.in_front_of_url(&self.url().await?).await?;
+        let mapping = PointMapping {
+            measurement: MEASUREMENT.into(),
+            tags: vec!["unit".into(), "region".into()],
+            fields: Vec::new(),
+            time_field: None,
+        };
+        let url = format!("http://{}", proxy.addr());
+        let config = match self.v2_token().await {
+            Some(token) => {
+                if let Some(server) = self.server.lock().await.as_ref() {
+                    server.v2_bucket(&database(isolation)).await?;
+                }
+                InfluxSinkConfig::v2(
+                    url,
+                    V2_ORG,
+                    database(isolation),
+                    token,
+                    Payload::Json(mapping),
+                )
+            }
+            None => InfluxSinkConfig::v1(url, database(isolation), Payload::Json(mapping)),
+        };
+        let sink = InfluxSink::new(config).map_err(|e| e.to_string())?;
+        Ok(SinkUnderTest {
+            sink: Arc::new(sink),
+            faults: Some(proxy),
+        })
+    }
+
+    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let db = database(isolation);
+        let answer = self
+            .query(&db, &format!("SELECT * FROM \"{MEASUREMENT}\""))
+            .await?;
+        let mut rows = Vec::new();
+        if let Some(series) = answer
+            .pointer("/results/0/series")
+            .and_then(|s| s.as_array())
+        {
+            for s in series {
+                let columns: Vec<&str> = s["columns"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(|v| v.as_str()).collect())
+                    .unwrap_or_default();
+                for values in s["values"].as_array().into_iter().flatten() {
+                    let mut doc = serde_json::Map::new();
+                    let (mut topic, mut partition, mut offset) = (None, None, None);
+                    for (c, v) in columns.iter().zip(values.as_array().into_iter().flatten()) {
+                        match *c {
+                            "time" => {}
+                            TOPIC_TAG => topic = v.as_str().map(str::to_owned),
+                            PARTITION_TAG => {
+                                partition = v.as_str().and_then(|p| p.parse::<u32>().ok())
+                            }
+                            OFFSET_FIELD => offset = v.as_u64(),
+                            _ if v.is_null() => {}
+                            name => {
+                                doc.insert(name.to_owned(), v.clone());
+                            }
+                        }
+                    }
+                    let (Some(t), Some(p), Some(o)) = (topic, partition, offset) else {
+                        return Err(format!("a point without the pico identity: {values}"));
+                    };
+                    let value = bytes::Bytes::from(serde_json::Value::Object(doc).to_string());
+                    rows.push(ReadRow {
+                        id: RecordId::new(t, p, o),
+                        checksum: payload_checksum(PayloadForm::Json, &value),
+                        value,
+                    });
+                }
+            }
+        }
+        let cardinality = self.query(&db, "SHOW SERIES").await?;
+        let note = match cardinality.pointer("/results/0/error") {
+            Some(e) => format!("series count not available: {e}"),
+            None => {
+                let series = cardinality
+                    .pointer("/results/0/series/0/values")
+                    .and_then(|v| v.as_array())
+                    .map_or(0, Vec::len);
+                format!("{series} series in the database")
+            }
+        };
+        Ok(Readback {
+            rows,
+            physical_rows: None,
+            notes: vec![note],
+        })
+    }
+
+    async fn shutdown(self: Box<Self>) -> Result<(), String> {
+        self.proxies.clear().await;
+        match self.server.lock().await.take() {
+            Some(s) => s.stop().await,
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The Meilisearch sink against a real Meilisearch: a server named by `PICO_MEILISEARCH_URL`
+//! (key in `PICO_MEILISEARCH_KEY`), the pinned image through the docker provider, or the
+//! `meilisearch` binary on this machine (`PICO_MEILISEARCH_BIN` or `PATH`) started natively;
+//! the docker and native servers get a master key. The fault proxy cuts the answer to the
+//! document POST. Reading back waits until the index has no enqueued or processing task: a
+//! `202` only means enqueued.
+
+use std::sync::Arc;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
+
+use crate::servers::binary::BinaryServer;
+use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
+use crate::targets::hosted::{HostedDestination, HostedStore};
+use crate::targets::row_from_document;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::{
+    Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
+};
+
+/// The master key of the container the docker provider starts.
+const MASTER_KEY: &str = "pico-master-key-0123456789";
+
+/// The Meilisearch sink.
+pub struct MeilisearchTarget;
+
+#[async_trait]
+impl Target for MeilisearchTarget {
+    fn name(&self) -> &'static str {
+        "meilisearch"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-meilisearch"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    fn docker_image(&self) -> Option<String> {
+        crate::images::image("meilisearch")
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let spec = ContainerSpec {
+            service: "meilisearch",
+            port: 7700,
+            env: vec![
+                ("MEILI_NO_ANALYTICS", "true".into()),
+                ("MEILI_MASTER_KEY", MASTER_KEY.into()),
+            ],
+            ..ContainerSpec::default()
+        };
+        let (url, container) =
+            provide("meilisearch", provider, spec, "http", Some(&MeiliBinary)).await?;
+        let key = match provider {
+            ProviderKind::External => std::env::var("PICO_MEILISEARCH_KEY").ok(),
+            _ => Some(MASTER_KEY.to_owned()),
+        };
+        let url = url.trim_end_matches('/').to_owned();
+        wait_http(
+            &format!("{url}/health"),
+            Duration::from_secs(120),
+            &[],
+            |s, _| s == 200,
+        )
+        .await?;
+        let hosted = Hosted::new(url, container);
+        let store = Meili { key };
+        let version = store
+            .get(&hosted, "version")
+            .await
+            .map(|v| v["pkgVersion"].as_str().unwrap_or("unknown").to_owned())
+            .unwrap_or_else(|e| format!("unknown ({e})"));
+        Ok(Box::new(HostedDestination {
+            hosted,
+            info: ServerInfo {
+                name: "Meilisearch".into(),
+                version,
+            },
+            form: PayloadForm::Json,
+            store,
+        }))
+    }
+}
+
+/// Meilisearch as a single binary (the native provider).
+struct MeiliBinary;
+
+impl BinaryServer for MeiliBinary {
+    fn sink(&self) -> &'static str {
+        "meilisearch"
+    }
+    fn binary_names(&self) -> &'static [&'static str] {
+        &["meilisearch"]
+    }
+    fn command(
+        &self,
+        bin: &std::path::Path,
+        dir: &std::path::Path,
+        port: u16,
+    ) -> Result<tokio::process::Command, String> {
+        let mut command = tokio::process::Command::new(bin);
+        command
+            .arg("--http-addr")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--master-key")
+            .arg(MASTER_KEY)
+            .arg("--db-path")
+            .arg(dir.join("data.ms"))
+            .arg("--dump-dir")
+            .arg(dir.join("dumps"))
+            .arg("--snapshot-dir")
+            .arg(dir.join("snapshots"))
+            .arg("--no-analytics")
+            .arg("--env")
+            .arg("development");
+        Ok(command)
+    }
+    fn health(&self) -> &'static str {
+        "/health"
+    }
+    fn ready(&self, status: u16, body: &str) -> bool {
+        status == 200 && body.contains("available")
+    }
+}
+
+struct Meili {
+    key: Option<String>,
+}
+
+impl Meili {
+    /// GET a path; `Ok(Null)` for 404.
+    async fn get(&self, hosted: &Hosted, path: &str) -> Result<serde_json::Value, String> {
+        let mut request = reqwest::Client::new().get(format!("{}/{path}", hosted.url));
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        if response.status().as_u16() == 404 {
+            return Ok(serde_json::Value::Null);
+        }
+        if !response.status().is_success() {
+            return Err(format!("GET {path}: {}", response.status()));
+        }
+        response.json().await.map_err(|e| e.to_string())
+    }
+}
+
+#[async_trait]
+impl HostedStore for Meili {
+    /// The document write (`POST /indexes/{uid}/documents?primaryKey=…`), not the pre-read
+    /// (`POST /indexes/{uid}/documents/fetch`).
+    fn lost_ack_trigger(&self) -> &'static [u8] {
+        b"/documents?primaryKey="
+    }
+
+    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
+        let mut config = MeilisearchSinkConfig::new(url, isolation);
+        config.api_key = self.key.clone().map(Into::into);
+        let sink = MeilisearchSink::new(config).map_err(|e| e.to_string())?;
+        Ok(SinkUnderTest {
+            sink: Arc::new(sink),
+            faults: Some(proxy),
+        })
+    }
+
+    async fn settle(&self, hosted: &Hosted, isolation: &str) -> Result<(), String> {
+        let started = std::time::Instant::now();
+        loop {
+            let answer = self
+                .get(
+                    hosted,
+                    &format!("tasks?indexUids={isolation}&statuses=enqueued,processing&limit=1"),
+                )
+                .await?;
+            if answer["total"].as_u64() == Some(0) || answer.is_null() {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                return Err(format!(
+                    "index {isolation} still has tasks after 120 s: {answer}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
+        let answer = self
+            .get(
+                hosted,
+                &format!("indexes/{isolation}/documents?limit=100000"),
+            )
+            .await?;
+        let rows = match answer["results"].as_array() {
+            Some(docs) => docs
+                .iter()
+                .map(|d| row_from_document(d.clone()))
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        Ok(Readback::of_rows(rows))
+    }
+}

@@ -1,0 +1,92 @@
+//! One target per sink (per destination flavour). Adding a sink to the suite means adding one
+//! module here and one line to [`all`].
+
+mod clickhouse;
+mod delta;
+mod doris;
+mod elasticsearch;
+mod hosted;
+mod http;
+mod iceberg;
+mod influxdb;
+mod meilisearch;
+mod mongodb;
+mod postgres;
+mod quickwit;
+mod redshift;
+mod s3;
+mod stdout;
+mod surrealdb;
+
+use pico_sink::Envelope;
+use pico_sink::identity::Scope;
+
+use pico_conformance::target::{PayloadForm, ReadRow, Target, checksum, payload_checksum};
+
+pub use clickhouse::ClickHouseTarget;
+pub use delta::{DeltaS3Target, DeltaTarget};
+pub use doris::DorisTarget;
+pub use elasticsearch::ElasticsearchTarget;
+pub use http::HttpTarget;
+pub use iceberg::{IcebergS3Target, IcebergTarget};
+pub use influxdb::InfluxTarget;
+pub use meilisearch::MeilisearchTarget;
+pub use mongodb::MongoTarget;
+pub use postgres::PostgresTarget;
+pub use quickwit::QuickwitTarget;
+pub use redshift::RedshiftTarget;
+pub use s3::S3Target;
+pub use stdout::StdoutTarget;
+pub use surrealdb::SurrealTarget;
+
+/// Every target, in table order.
+pub fn all() -> Vec<Box<dyn Target>> {
+    vec![
+        Box::new(StdoutTarget),
+        Box::new(HttpTarget::honouring()),
+        Box::new(HttpTarget::ignoring()),
+        Box::new(PostgresTarget),
+        Box::new(RedshiftTarget),
+        Box::new(InfluxTarget),
+        Box::new(S3Target),
+        Box::new(ClickHouseTarget),
+        Box::new(DeltaTarget),
+        Box::new(DeltaS3Target),
+        Box::new(IcebergTarget),
+        Box::new(IcebergS3Target),
+        Box::new(SurrealTarget),
+        Box::new(ElasticsearchTarget),
+        Box::new(MongoTarget),
+        Box::new(MeilisearchTarget),
+        Box::new(QuickwitTarget),
+        Box::new(DorisTarget),
+    ]
+}
+
+/// Reads a stored JSON document in [`pico_sink::DocumentShape::Envelope`] (document stores
+/// and search indexes, which normalize JSON) back into a row with a [`PayloadForm::Json`]
+/// checksum.
+pub(crate) fn row_from_document(document: serde_json::Value) -> Result<ReadRow, String> {
+    let envelope: Envelope = serde_json::from_value(document.clone())
+        .map_err(|e| format!("stored document is not an envelope ({e}): {document}"))?;
+    let record = envelope
+        .to_record(&Scope::default())
+        .map_err(|e| format!("stored document is not a valid envelope: {e}"))?;
+    Ok(ReadRow {
+        id: record.id,
+        checksum: payload_checksum(PayloadForm::Json, &record.value),
+        value: record.value,
+    })
+}
+
+/// Reads an envelope (stdout line, HTTP element) back into a row.
+pub(crate) fn row_from_envelope(envelope: &Envelope) -> Result<ReadRow, String> {
+    let record = envelope
+        .to_record(&Scope::default())
+        .map_err(|e| format!("stored element is not a valid envelope: {e}"))?;
+    Ok(ReadRow {
+        id: record.id,
+        checksum: checksum(&record.value),
+        value: record.value,
+    })
+}

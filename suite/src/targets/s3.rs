@@ -1,0 +1,160 @@
+//! The S3 sink against a real S3-compatible server (SeaweedFS natively, MinIO in docker), with
+//! the fault proxy cutting the answer to the PUT; one bucket per scenario.
+
+use std::sync::Arc;
+
+use std::io::Read;
+
+use async_trait::async_trait;
+use aws_sdk_s3::Client;
+use pico_sink::Envelope;
+use pico_sink_s3::{S3Sink, S3SinkConfig};
+use tokio::sync::Mutex;
+
+use crate::servers::s3::S3Server;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::proxy::FaultProxies;
+use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
+
+use super::row_from_envelope;
+
+/// The S3 sink.
+pub struct S3Target;
+
+#[async_trait]
+impl Target for S3Target {
+    fn name(&self) -> &'static str {
+        "s3"
+    }
+    fn sink_crate(&self) -> &'static str {
+        "pico-sink-s3"
+    }
+    fn providers(&self) -> Vec<ProviderKind> {
+        vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ]
+    }
+    async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
+        let server = S3Server::provide(provider).await?;
+        let client = server.client();
+        Ok(Box::new(S3Destination {
+            info: server.info(),
+            server: Mutex::new(Some(server)),
+            client,
+            proxies: FaultProxies::default(),
+        }))
+    }
+}
+
+struct S3Destination {
+    info: ServerInfo,
+    server: Mutex<Option<S3Server>>,
+    client: Client,
+    proxies: FaultProxies,
+}
+
+/// One bucket for every scenario (SeaweedFS gives each bucket its own volumes, so a bucket per
+/// scenario would exhaust a small server); each scenario writes under its own prefix.
+const BUCKET: &str = "pico-conformance";
+
+#[async_trait]
+impl Destination for S3Destination {
+    fn server(&self) -> ServerInfo {
+        self.info.clone()
+    }
+
+    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+        // The object PUT (the LIST before it is a GET).
+        Some(b"PUT /".to_vec())
+    }
+
+    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let guard = self.server.lock().await;
+        let server = guard.as_ref().ok_or("server stopped")?;
+        let proxy = self.proxies.in_front_of_url(&server.endpoint).await?;
+        let mut config = S3SinkConfig::new(BUCKET, isolation);
+        config.endpoint = Some(format!("http://{}", proxy.addr()));
+        config.credentials = Some((server.access_key.clone(), server.secret_key.clone().into()));
+        config.create_bucket = true;
+        config.gzip = isolation.contains("meter");
+        let sink = S3Sink::new(config).map_err(|e| e.to_string())?;
+        Ok(SinkUnderTest {
+            sink: Arc::new(sink),
+            faults: Some(proxy),
+        })
+    }
+
+    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let bucket = BUCKET;
+        let prefix = format!("{isolation}/");
+        let mut rows = Vec::new();
+        let mut objects = 0;
+        let mut token = None;
+        loop {
+            let mut req = self.client.list_objects_v2().bucket(bucket).prefix(&prefix);
+            if let Some(t) = token.take() {
+                req = req.continuation_token(t);
+            }
+            let page = match req.send().await {
+                Ok(p) => p,
+                Err(e)
+                    if aws_sdk_s3::error::ProvideErrorMetadata::code(&e)
+                        == Some("NoSuchBucket") =>
+                {
+                    break;
+                }
+                Err(e) => return Err(format!("LIST {bucket}: {e:?}")),
+            };
+            for object in page.contents() {
+                let Some(key) = object.key() else { continue };
+                objects += 1;
+                let body = self
+                    .client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .send()
+                    .await
+                    .map_err(|e| format!("GET {key}: {e:?}"))?
+                    .body
+                    .collect()
+                    .await
+                    .map_err(|e| format!("GET {key}: {e}"))?
+                    .into_bytes();
+                let text = if key.ends_with(".gz") {
+                    let mut out = String::new();
+                    flate2::read::GzDecoder::new(&body[..])
+                        .read_to_string(&mut out)
+                        .map_err(|e| format!("gunzip {key}: {e}"))?;
+                    out
+                } else {
+                    String::from_utf8(body.to_vec()).map_err(|e| format!("{key}: {e}"))?
+                };
+                for line in text.lines() {
+                    let env: Envelope =
+                        serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
+                    rows.push(row_from_envelope(&env)?);
+                }
+            }
+            match page.next_continuation_token() {
+                Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(Readback {
+            rows,
+            physical_rows: None,
+            notes: vec![format!("{objects} objects in the bucket")],
+        })
+    }
+
+    async fn shutdown(self: Box<Self>) -> Result<(), String> {
+        self.proxies.clear().await;
+        match self.server.lock().await.take() {
+            Some(s) => s.stop().await,
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! ClickHouse sink behaviour against a real ClickHouse (external, docker or the native server
+//! installed here). Where none can be provided, the test prints a loud SKIPPED line.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+use pico_sink::identity::RecordId;
+use pico_sink::{Batch, MappedColumn, Record, Sink};
+use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
+use pico_suite::provide::first_available;
+use pico_suite::servers::clickhouse::ClickHouseServer;
+
+#[tokio::test]
+async fn mapped_columns_are_parsed_and_a_value_that_does_not_parse_is_rejected() {
+    let server = match first_available(ClickHouseServer::provide).await {
+        Ok(s) => s,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no ClickHouse could be provided: {reasons}");
+            return;
+        }
+    };
+    let mut config = ClickHouseSinkConfig::new(server.url(), "pico_test", "mapped");
+    config.mapped_columns = vec![
+        MappedColumn {
+            column: "reading".into(),
+            field: "reading".into(),
+            sql_type: "Int64".into(),
+        },
+        MappedColumn {
+            column: "unit".into(),
+            field: "/meta/unit".into(),
+            sql_type: "String".into(),
+        },
+    ];
+    let sink = ClickHouseSink::new(config).unwrap();
+    sink.open().await.unwrap();
+    let batch = Batch::new(
+        [
+            r#"{"reading":10,"meta":{"unit":"m3"}}"#,
+            r#"{"reading":"not a number"}"#,
+            r#"{"reading":32}"#,
+            r#"[1,2]"#,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(o, v)| Record::new(RecordId::new("t", 0, o as u64), *v))
+        .collect(),
+    )
+    .unwrap();
+    let Ok(pico_sink::Outcome {
+        rejected: records,
+        written,
+        ..
+    }) = sink.consume(&batch).await
+    else {
+        panic!("expected rejections");
+    };
+    let offsets: Vec<u64> = records.iter().map(|r| r.id.offset).collect();
+    assert_eq!(offsets, vec![1, 3], "{records:?}");
+    assert!(
+        records[1].reason.contains("JSON object"),
+        "{}",
+        records[1].reason
+    );
+    assert_eq!(written, 2);
+    let sum = server
+        .query("SELECT sum(reading), count(unit) FROM pico_test.mapped FINAL FORMAT TabSeparated")
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&sum).trim(), "42\t1");
+    // A replay inserts nothing new (the watermark is offset 2); the record it could not take
+    // above the watermark is rejected again, never silently dropped.
+    let Ok(pico_sink::Outcome {
+        rejected: records,
+        written,
+        already_present,
+        ..
+    }) = sink.consume(&batch).await
+    else {
+        panic!("expected the bad record again");
+    };
+    assert_eq!(
+        records.iter().map(|r| r.id.offset).collect::<Vec<_>>(),
+        vec![3]
+    );
+    assert_eq!((written, already_present), (0, 3));
+    server.stop().await.unwrap();
+}

@@ -1,0 +1,315 @@
+//! Postgres and Redshift sink behaviour against a real PostgreSQL (external, docker or a native
+//! throwaway cluster). Where none can be provided, each test prints a loud SKIPPED line.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+use pico_conformance::scenarios::sample_batch;
+use pico_sink::identity::RecordId;
+use pico_sink::{Batch, Record, Sink, SinkError};
+use pico_sink_postgres::{
+    ConflictAction, MappedColumn, PostgresSink, PostgresSinkConfig, ValueColumn,
+};
+use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig, UpsertStrategy};
+use pico_suite::provide::first_available;
+use pico_suite::servers::postgres::{PgServer, connect};
+
+async fn server() -> Option<PgServer> {
+    match first_available(PgServer::provide).await {
+        Ok(s) => Some(s),
+        Err(reasons) => {
+            eprintln!("SKIPPED — no PostgreSQL could be provided: {reasons}");
+            None
+        }
+    }
+}
+
+fn records(values: &[(u64, &str)]) -> Batch {
+    Batch::new(
+        values
+            .iter()
+            .map(|(o, v)| Record::new(RecordId::new("t", 0, *o), v.to_string()))
+            .collect(),
+    )
+    .unwrap()
+}
+
+fn fatal_message(r: Result<impl std::fmt::Debug, SinkError>) -> String {
+    match r {
+        Err(e @ SinkError::Fatal { .. }) => e.message().to_owned(),
+        other => panic!("expected Fatal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn misconfiguration_is_fatal_and_says_what_to_change() {
+    let Some(pg) = server().await else { return };
+    let url = pg.url().to_owned();
+    let mut config = PostgresSinkConfig::new(&url, "missing_table");
+    config.create_if_missing = false;
+    let msg = fatal_message(PostgresSink::new(config).unwrap().open().await);
+    assert!(msg.contains("create_if_missing"), "{msg}");
+
+    let c = connect(&url).await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE wrong_types (pico_topic text, pico_partition int, pico_offset bigint, \
+         key bytea, value text, headers jsonb, ts timestamptz, \
+         PRIMARY KEY (pico_topic, pico_partition, pico_offset)); \
+         CREATE TABLE no_key (pico_topic text, pico_partition int, pico_offset bigint, \
+         key bytea, value jsonb, headers jsonb, ts timestamptz)",
+    )
+    .await
+    .unwrap();
+    let msg = fatal_message(
+        PostgresSink::new(PostgresSinkConfig::new(&url, "wrong_types"))
+            .unwrap()
+            .open()
+            .await,
+    );
+    assert!(
+        msg.contains("column value is text, the sink writes jsonb"),
+        "{msg}"
+    );
+    let msg = fatal_message(
+        PostgresSink::new(PostgresSinkConfig::new(&url, "no_key"))
+            .unwrap()
+            .open()
+            .await,
+    );
+    assert!(
+        msg.contains("ADD PRIMARY KEY (pico_topic, pico_partition, pico_offset)"),
+        "{msg}"
+    );
+    let msg =
+        fatal_message(PostgresSink::new(PostgresSinkConfig::new("not a url", "t")).map(|_| ()));
+    assert!(msg.contains("postgres://"), "{msg}");
+    let mut config = PostgresSinkConfig::new(&url, "t");
+    config.keep_value = false;
+    assert!(fatal_message(PostgresSink::new(config).map(|_| ())).contains("no payload"));
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn copy_and_unnest_paths_store_the_same_rows() {
+    let Some(pg) = server().await else { return };
+    let batch = sample_batch("paths", 3, 0..=299);
+    for (table, threshold) in [("via_copy", 1), ("via_unnest", 100_000)] {
+        let mut config = PostgresSinkConfig::new(pg.url(), table);
+        config.copy_threshold = threshold;
+        let sink = PostgresSink::new(config).unwrap();
+        let first = sink.consume(&batch).await.unwrap();
+        assert_eq!((first.written, first.already_present), (300, 0), "{table}");
+        let again = sink.consume(&batch).await.unwrap();
+        assert_eq!((again.written, again.already_present), (0, 300), "{table}");
+    }
+    let c = connect(pg.url()).await.unwrap();
+    let diff: i64 = c
+        .query_one(
+            "SELECT count(*) FROM (SELECT * FROM via_copy EXCEPT SELECT * FROM via_unnest) d",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(diff, 0);
+    let row = c
+        .query_one(
+            "SELECT key, headers::text, ts IS NOT NULL FROM via_copy WHERE pico_offset = 5",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Vec<u8>>(0), b"k5");
+    assert!(row.get::<_, String>(1).contains("pico-conformance"));
+    assert!(row.get::<_, bool>(2));
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn mapped_columns_are_cast_and_a_field_that_does_not_cast_is_rejected() {
+    let Some(pg) = server().await else { return };
+    let mut config = PostgresSinkConfig::new(pg.url(), "mapped");
+    config.mapped_columns = vec![
+        MappedColumn {
+            column: "reading".into(),
+            field: "reading".into(),
+            sql_type: "bigint".into(),
+        },
+        MappedColumn {
+            column: "unit".into(),
+            field: "/meta/unit".into(),
+            sql_type: "text".into(),
+        },
+    ];
+    config.keep_value = false;
+    let sink = PostgresSink::new(config).unwrap();
+    let batch = records(&[
+        (0, r#"{"reading":10,"meta":{"unit":"m3"}}"#),
+        (1, r#"{"reading":"not a number","meta":{"unit":"m3"}}"#),
+        (2, r#"{"reading":32}"#),
+        (3, r#"[1,2]"#),
+    ]);
+    let Ok(pico_sink::Outcome {
+        rejected: records,
+        written,
+        ..
+    }) = sink.consume(&batch).await
+    else {
+        panic!("expected rejections");
+    };
+    let offsets: Vec<u64> = records.iter().map(|r| r.id.offset).collect();
+    assert_eq!(offsets, vec![1, 3]);
+    assert!(
+        records[0].reason.contains("bigint"),
+        "{}",
+        records[0].reason
+    );
+    assert!(
+        records[1].reason.contains("JSON object"),
+        "{}",
+        records[1].reason
+    );
+    assert_eq!(written, 2);
+    let c = connect(pg.url()).await.unwrap();
+    let row = c
+        .query_one("SELECT sum(reading)::int8, count(unit) FROM mapped", &[])
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (42, 1));
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn conflict_actions_and_bytea_values() {
+    let Some(pg) = server().await else { return };
+    let mut keep = PostgresSinkConfig::new(pg.url(), "conflicts");
+    keep.conflict = ConflictAction::Nothing;
+    let first = PostgresSink::new(keep.clone()).unwrap();
+    first
+        .consume(&records(&[(0, r#"{"v":"first"}"#)]))
+        .await
+        .unwrap();
+    let report = first
+        .consume(&records(&[(0, r#"{"v":"second"}"#)]))
+        .await
+        .unwrap();
+    assert_eq!((report.written, report.already_present), (0, 1));
+    let c = connect(pg.url()).await.unwrap();
+    let read = async |c: &tokio_postgres::Client| -> String {
+        c.query_one("SELECT value->>'v' FROM conflicts", &[])
+            .await
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(read(&c).await, "first");
+    let mut updating = keep.clone();
+    updating.conflict = ConflictAction::Update;
+    let update = PostgresSink::new(updating).unwrap();
+    let report = update
+        .consume(&records(&[(0, r#"{"v":"second"}"#)]))
+        .await
+        .unwrap();
+    assert_eq!(report.written, 1);
+    assert_eq!(read(&c).await, "second");
+
+    let mut bytes = PostgresSinkConfig::new(pg.url(), "raw");
+    bytes.value_column = ValueColumn::Bytea;
+    let sink = PostgresSink::new(bytes).unwrap();
+    let b = Batch::new(vec![
+        Record::new(RecordId::new("t", 0, 0), vec![0u8, 0xff, 0x10]),
+        Record::new(RecordId::new("t", 0, 1), ""),
+    ])
+    .unwrap();
+    sink.consume(&b).await.unwrap();
+    let stored: Vec<u8> = c
+        .query_one("SELECT value FROM raw WHERE pico_offset = 0", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, vec![0u8, 0xff, 0x10]);
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn redshift_strategies_never_repeat_rows_on_a_keyless_table() {
+    let Some(pg) = server().await else { return };
+    let c = connect(pg.url()).await.unwrap();
+    for (table, strategy, conflict) in [
+        ("rs_merge", UpsertStrategy::Merge, ConflictAction::Update),
+        (
+            "rs_delete_insert",
+            UpsertStrategy::DeleteInsert,
+            ConflictAction::Update,
+        ),
+        (
+            "rs_if_absent",
+            UpsertStrategy::Merge,
+            ConflictAction::Nothing,
+        ),
+    ] {
+        let mut config = RedshiftSinkConfig::new(pg.url(), table);
+        config.dialect = Dialect::PostgresStandIn;
+        config.strategy = strategy;
+        config.conflict = conflict;
+        let sink = RedshiftSink::new(config).unwrap();
+        sink.consume(&sample_batch("t", 0, 0..=99)).await.unwrap();
+        let replay = sink.consume(&sample_batch("t", 0, 50..=149)).await.unwrap();
+        assert_eq!(
+            (replay.written, replay.already_present),
+            (50, 50),
+            "{table}"
+        );
+        let row = c
+            .query_one(
+                &format!("SELECT count(*), count(DISTINCT pico_offset) FROM {table}"),
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (150, 150),
+            "{table}"
+        );
+    }
+    let keys: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'rs_merge'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        keys, 0,
+        "the stand-in table must have no key, as Redshift enforces none"
+    );
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn redshift_rejects_what_varchar_cannot_hold() {
+    let Some(pg) = server().await else { return };
+    let mut config = RedshiftSinkConfig::new(pg.url(), "rs_limits");
+    config.dialect = Dialect::PostgresStandIn;
+    let sink = RedshiftSink::new(config).unwrap();
+    let big = "x".repeat(70_000);
+    let b = Batch::new(vec![
+        Record::new(RecordId::new("t", 0, 0), "{}"),
+        Record::new(RecordId::new("t", 0, 1), big),
+        Record::new(RecordId::new("t", 0, 2), vec![0xffu8]),
+        Record::new(RecordId::new("t", 0, 3), "a\0b"),
+    ])
+    .unwrap();
+    let Ok(pico_sink::Outcome {
+        rejected: records, ..
+    }) = sink.consume(&b).await
+    else {
+        panic!("expected rejections");
+    };
+    let got: Vec<(u64, bool)> = records
+        .iter()
+        .map(|r| (r.id.offset, r.reason.contains("VARCHAR")))
+        .collect();
+    assert_eq!(got, vec![(1, true), (2, true), (3, true)]);
+    pg.stop().await.unwrap();
+}
