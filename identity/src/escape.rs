@@ -13,9 +13,27 @@ use sha2::{Digest, Sha256};
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
+/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
+pub(crate) fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for d in &digits[at..] {
+        out.push(*d as char);
+    }
+}
+
 /// Escapes `text` into `out`. `keep(byte, position)` says which bytes stay; it must refuse `esc`.
 pub(crate) fn escape_into(text: &str, esc: u8, keep: impl Fn(u8, usize) -> bool, out: &mut String) {
     debug_assert!(!keep(esc, 1), "the escape byte must always be escaped");
+    out.reserve(text.len());
     for (i, b) in text.bytes().enumerate() {
         if keep(b, i) {
             out.push(b as char);

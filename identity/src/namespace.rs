@@ -96,10 +96,18 @@ impl Scope {
     /// Canonical text of a record identity, namespace included
     /// (Postgres text, MongoDB `_id`). Injective.
     pub fn record_text(&self, id: &RecordId) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{ns}/{id}"),
-            None => id.to_string(),
+        let ns = self.namespace.as_ref().map(Namespace::as_str);
+        let mut out = String::with_capacity(ns.map_or(0, |n| n.len() + 1) + id.topic.len() + 32);
+        if let Some(ns) = ns {
+            out.push_str(ns);
+            out.push('/');
         }
+        out.push_str(&id.topic);
+        out.push(':');
+        crate::escape::push_decimal(&mut out, u64::from(id.partition));
+        out.push(':');
+        crate::escape::push_decimal(&mut out, id.offset);
+        out
     }
 
     /// Canonical text of a topic-partition, namespace included: `[ns/]topic:partition` (the key

@@ -119,6 +119,31 @@ proptest! {
     }
 
     #[test]
+    fn one_pass_encodings_equal_their_definitions(id in record_id(), scope in scope()) {
+        // record_text and meilisearch_key are built without format!/escape of an intermediate
+        // text; they must equal the plain definitions.
+        let canonical = match scope.namespace() {
+            Some(ns) => format!("{ns}/{}:{}:{}", id.topic, id.partition, id.offset),
+            None => format!("{}:{}:{}", id.topic, id.partition, id.offset),
+        };
+        prop_assert_eq!(scope.record_text(&id), canonical.clone());
+        let mut escaped = String::new();
+        for b in canonical.bytes() {
+            if b.is_ascii_alphanumeric() || b == b'-' {
+                escaped.push(b as char);
+            } else {
+                escaped.push_str(&format!("_{b:02X}"));
+            }
+        }
+        let key = scope.meilisearch_key(&id);
+        if escaped.len() <= 511 {
+            prop_assert_eq!(key, escaped);
+        } else {
+            prop_assert!(key.starts_with("sha256-"), "{}", key);
+        }
+    }
+
+    #[test]
     fn partition_texts_are_injective(a in record_id(), b in record_id(), scope in scope()) {
         let ta = scope.partition_text(&a.topic, a.partition);
         let tb = scope.partition_text(&b.topic, b.partition);

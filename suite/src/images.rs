@@ -19,6 +19,7 @@ pub const IMAGES: &[(&str, &str)] = &[
     ("doris-be", "apache/doris:be-2.1.10"),
     ("minio", "minio/minio:RELEASE.2025-04-22T22-12-26Z"),
     ("iceberg-rest", "apache/iceberg-rest-fixture:1.9.2"),
+    ("kafka", "apache/kafka:4.1.0"),
 ];
 
 /// The image for `service`, honouring `PICO_<SERVICE>_IMAGE`.

@@ -78,7 +78,11 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
         .find(|s| s.scenario == Scenario::FlakyNetwork)
         .and_then(|s| s.measured.as_ref())
         .unwrap();
-    assert_eq!(flaky.sent, 2000, "200 batches of 10 at reduced size");
+    assert!(
+        flaky.sent >= 2000,
+        "at least 200 batches of 10 at reduced size: {}",
+        flaky.sent
+    );
     assert!(
         flaky.notes[0].contains("size reduced")
             && !flaky.notes[0].contains(" 0 requests and 0 answers"),

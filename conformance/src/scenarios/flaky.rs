@@ -17,8 +17,9 @@ pub const FULL_BATCHES: u64 = 2_000;
 pub const REDUCED_BATCHES: u64 = 200;
 /// Records per batch.
 const BATCH: u64 = 10;
-/// Partitions written at once, by one shared sink instance.
-const PARTITIONS: u32 = 4;
+/// Partitions written at once, by one shared sink instance (many, so destinations that answer
+/// at their next commit — Quickwit, Meilisearch — serve several batches per commit).
+const PARTITIONS: u32 = 16;
 
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {

@@ -62,8 +62,3 @@ impl ClickHouseSinkConfig {
 pub(crate) fn ident(name: &str) -> String {
     format!("`{}`", name.replace('\\', "\\\\").replace('`', "\\`"))
 }
-
-/// A quoted string literal.
-pub(crate) fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
-}

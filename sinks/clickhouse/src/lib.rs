@@ -20,8 +20,13 @@
 //!    merge are reported by the conformance suite beside the visible ones.
 //!
 //! The server version is detected at `open` and [`ClickHouseSink::active_mechanisms`] says which
-//! of these are in force. Everything travels over the HTTP interface in `TabSeparated`, so any
-//! topic, key or value bytes round-trip; records are never rejected for their content.
+//! of these are in force. Everything travels through the official `clickhouse` client over the
+//! HTTP interface: the fixed columns as `RowBinary` blocks compressed with LZ4, queries with
+//! bound parameters. Any topic, key or value bytes round-trip; records are never rejected for
+//! their content. The client's schema validation is off: it needs
+//! `RowBinaryWithNamesAndTypes`, which servers before 22.x (such as the 18.16 that Debian ships)
+//! lack; the sink checks the table's columns itself at `open`. Server exceptions reach the
+//! client as text, so their code is read from `Code: N`.
 //!
 //! Mapped columns ([`ClickHouseSinkConfig::mapped_columns`]) write JSON payload fields to
 //! `Nullable` columns of their own; a payload that is not a JSON object, or a value the server

@@ -1,20 +1,23 @@
 //! [`ClickHouseSink`].
 
 use async_trait::async_trait;
+use clickhouse::Row;
 use pico_sink::{
     Attempt, Batch, Claim, Description, EnvelopeHeader, Isolator, Outcome, Record, RejectedRecord,
     Sink, SinkError, WriteReport,
 };
+use serde::{Deserialize, Serialize, Serializer};
 use tokio::sync::OnceCell;
 use tracing::debug;
 
-use crate::config::{ClickHouseSinkConfig, ident, literal};
+use crate::config::{ClickHouseSinkConfig, ident};
 use crate::tsv::escape;
 
-/// Inserts batches above the partition's watermark; see the crate docs.
+/// Inserts batches above the partition's watermark; see the crate docs. One instance (one
+/// client, one connection pool) serves every partition of a process.
 pub struct ClickHouseSink {
     config: ClickHouseSinkConfig,
-    client: reqwest::Client,
+    client: clickhouse::Client,
     server: OnceCell<Server>,
 }
 
@@ -25,7 +28,43 @@ struct Server {
     tokens: bool,
 }
 
-const COLUMNS: &str = "pico_topic, pico_partition, pico_offset, key, value, headers, ts";
+const COLUMNS: [&str; 7] = [
+    "pico_topic",
+    "pico_partition",
+    "pico_offset",
+    "key",
+    "value",
+    "headers",
+    "ts",
+];
+
+/// Bytes written as a ClickHouse `String` (RowBinary: length, then the bytes as they are).
+struct Raw<'a>(&'a [u8]);
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+/// One record in the fixed columns, serialized as RowBinary (field order = column order).
+#[derive(Row, Serialize)]
+struct Stored<'a> {
+    pico_topic: &'a str,
+    pico_partition: u32,
+    pico_offset: u64,
+    key: Raw<'a>,
+    value: Raw<'a>,
+    headers: &'a str,
+    ts: Option<i64>,
+}
+
+/// The watermark query's answer.
+#[derive(Row, Deserialize)]
+struct Mark {
+    rows: u64,
+    max: u64,
+}
 
 /// `major.minor` of a version string.
 fn major_minor(version: &str) -> (u32, u32) {
@@ -33,12 +72,15 @@ fn major_minor(version: &str) -> (u32, u32) {
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
-/// The `Code: N` of a server exception.
-fn exception_code(body: &str) -> Option<u32> {
-    body.split("Code: ")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|c| c.parse::<u32>().ok())
+/// The exception code of a server error. The client reports server exceptions as text
+/// (`BadResponse`), so the code is read from `Code: N`.
+fn exception_code(text: &str) -> Option<u32> {
+    let at = text.find("Code: ")? + "Code: ".len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// Exception codes meaning "this input cannot be parsed into the column types" (bad data, not
@@ -53,48 +95,69 @@ struct Failed {
     error: SinkError,
 }
 
-/// A server exception onto the contract, by its `Code: N`.
-fn classify(status: u16, body: &str, what: &str) -> SinkError {
-    let code = exception_code(body);
-    let text: String = body.chars().take(400).collect();
-    let detail = format!("{what}: HTTP {status}: {}", text.trim());
-    match (status, code) {
-        (_, Some(60 | 81)) => SinkError::fatal(format!(
-            "{detail} — the database or table does not exist: create it or set create_if_missing"
-        )),
-        (401 | 403, _) | (_, Some(192 | 193 | 194 | 516)) => {
-            SinkError::fatal(format!("{detail} — check the user and password"))
+/// A client error onto the contract.
+fn classify(e: clickhouse::error::Error, what: &str) -> Failed {
+    use clickhouse::error::Error as E;
+    let text: String = e.to_string().chars().take(500).collect();
+    let detail = format!("{what}: {}", text.trim());
+    let (data, error) = match &e {
+        E::BadResponse(body) => {
+            let code = exception_code(body);
+            let error = match code {
+                Some(60 | 81) => SinkError::fatal(format!(
+                    "{detail} — the database or table does not exist: create it or set create_if_missing"
+                )),
+                Some(192 | 193 | 194 | 516) => {
+                    SinkError::fatal(format!("{detail} — check the user and password"))
+                }
+                Some(16 | 47 | 62) => SinkError::fatal(format!(
+                    "{detail} — the table does not have the columns the sink writes"
+                )),
+                _ => SinkError::retryable(detail),
+            };
+            (code.is_some_and(|c| DATA_ERRORS.contains(&c)), error)
         }
-        (_, Some(16 | 47 | 62)) => SinkError::fatal(format!(
-            "{detail} — the table does not have the columns the sink writes"
-        )),
-        (404, _) => SinkError::fatal(format!("{detail} — check the url")),
-        _ => SinkError::retryable(detail),
+        E::InvalidParams(_) | E::Unsupported(_) => (
+            false,
+            SinkError::fatal(format!("{detail} — check the url and settings")),
+        ),
+        _ => (false, SinkError::retryable(detail)),
+    };
+    Failed {
+        data,
+        error: error.with_source(e),
     }
 }
 
 impl ClickHouseSink {
-    /// Builds its own HTTP client.
+    /// A client for the configuration: RowBinary over HTTP with LZ4, schema validation off
+    /// (it needs `RowBinaryWithNamesAndTypes`, which servers before 22.x lack; the sink checks
+    /// the table's columns itself at `open`).
     pub fn new(config: ClickHouseSinkConfig) -> Result<Self, SinkError> {
-        let client = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .build()
-            .map_err(|e| SinkError::fatal("cannot build the HTTP client").with_source(e))?;
-        Self::with_client(client, config)
+        if !config.url.starts_with("http://") && !config.url.starts_with("https://") {
+            return Err(SinkError::fatal(format!(
+                "url {:?} must be the HTTP interface: http(s)://host:8123",
+                config.url
+            )));
+        }
+        let mut client = clickhouse::Client::default()
+            .with_url(&config.url)
+            .with_compression(clickhouse::Compression::Lz4);
+        if let Some((user, password)) = &config.credentials {
+            client = client.with_user(user).with_password(password.expose());
+        }
+        Ok(Self::with_client(client, config))
     }
 
-    /// Uses an HTTP client the caller already has.
-    pub fn with_client(
-        client: reqwest::Client,
-        config: ClickHouseSinkConfig,
-    ) -> Result<Self, SinkError> {
-        reqwest::Url::parse(&config.url)
-            .map_err(|e| SinkError::fatal(format!("url {:?} is not a URL: {e}", config.url)))?;
-        Ok(Self {
+    /// Uses a client the caller already has (its URL, credentials, compression and settings);
+    /// the configuration's `url` and `credentials` are then not used. Validation is turned off
+    /// on the sink's copy, for the same reason as in [`ClickHouseSink::new`].
+    pub fn with_client(client: clickhouse::Client, config: ClickHouseSinkConfig) -> Self {
+        Self {
             config,
-            client,
+            client: client.with_validation(false),
             server: OnceCell::new(),
-        })
+        }
     }
 
     /// The server version, once opened.
@@ -118,66 +181,14 @@ impl ClickHouseSink {
         m
     }
 
-    /// Runs `sql` (with `body` as INSERT data) and returns the answer.
-    async fn run(
-        &self,
-        sql: &str,
-        body: Vec<u8>,
-        settings: &[(&str, String)],
-    ) -> Result<Vec<u8>, SinkError> {
-        self.run_data(sql, body, settings)
-            .await
-            .map_err(|f| f.error)
-    }
-
-    /// Like `run`, telling data errors apart.
-    async fn run_data(
-        &self,
-        sql: &str,
-        body: Vec<u8>,
-        settings: &[(&str, String)],
-    ) -> Result<Vec<u8>, Failed> {
-        let fail = |error| Failed { data: false, error };
-        let mut url = reqwest::Url::parse(&self.config.url)
-            .map_err(|e| fail(SinkError::fatal(format!("url: {e}"))))?;
-        // INSERT data travels as the body with the statement in the URL; any other statement is
-        // the body itself (older servers refuse a POST without a Content-Length).
-        let body = {
-            let mut q = url.query_pairs_mut();
-            for (k, v) in settings {
-                q.append_pair(k, v);
-            }
-            if body.is_empty() {
-                sql.as_bytes().to_vec()
-            } else {
-                q.append_pair("query", sql);
-                body
-            }
-        };
-        let mut req = self.client.post(url).body(body);
-        if let Some((user, password)) = &self.config.credentials {
-            req = req
-                .header("X-ClickHouse-User", user)
-                .header("X-ClickHouse-Key", password.expose());
-        }
+    /// Runs a statement that returns nothing.
+    async fn execute(&self, sql: &str) -> Result<(), SinkError> {
         let what: String = sql.chars().take(60).collect();
-        let response = req
-            .send()
+        self.client
+            .query(sql)
+            .execute()
             .await
-            .map_err(|e| fail(SinkError::retryable(format!("{what}: {e}")).with_source(e)))?;
-        let status = response.status().as_u16();
-        let bytes = response.bytes().await.map_err(|e| {
-            fail(SinkError::retryable(format!("{what}: reading the answer: {e}")).with_source(e))
-        })?;
-        if status == 200 {
-            Ok(bytes.to_vec())
-        } else {
-            let text = String::from_utf8_lossy(&bytes);
-            Err(Failed {
-                data: exception_code(&text).is_some_and(|c| DATA_ERRORS.contains(&c)),
-                error: classify(status, &text, &what),
-            })
-        }
+            .map_err(|e| classify(e, &what).error)
     }
 
     async fn prepare(&self) -> Result<&Server, SinkError> {
@@ -188,21 +199,19 @@ impl ClickHouseSink {
 
     /// Learns the server version, creates what is missing, checks the table's columns.
     async fn inspect_and_create(&self) -> Result<Server, SinkError> {
-        let version =
-            String::from_utf8_lossy(&self.run("SELECT version()", Vec::new(), &[]).await?)
-                .trim()
-                .to_owned();
+        let version: String = self
+            .client
+            .query("SELECT version()")
+            .fetch_one()
+            .await
+            .map_err(|e| classify(e, "SELECT version()").error)?;
         let tokens = major_minor(&version) >= (22, 2);
         let table = self.config.qualified();
         if self.config.create_if_missing {
-            self.run(
-                &format!(
-                    "CREATE DATABASE IF NOT EXISTS {}",
-                    ident(&self.config.database)
-                ),
-                Vec::new(),
-                &[],
-            )
+            self.execute(&format!(
+                "CREATE DATABASE IF NOT EXISTS {}",
+                ident(&self.config.database)
+            ))
             .await?;
             let settings = if tokens {
                 format!(
@@ -218,29 +227,26 @@ impl ClickHouseSink {
                 .iter()
                 .map(|m| format!(", {} Nullable({})", ident(&m.column), m.sql_type))
                 .collect();
-            self.run(
-                &format!(
-                    "CREATE TABLE IF NOT EXISTS {table} (pico_topic String, pico_partition UInt32, \
-                     pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64){mapped}) \
-                     ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset){settings}"
-                ),
-                Vec::new(),
-                &[],
-            )
+            self.execute(&format!(
+                "CREATE TABLE IF NOT EXISTS {table} (pico_topic String, pico_partition UInt32, \
+                 pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64){mapped}) \
+                 ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset){settings}"
+            ))
             .await?;
         }
-        let described = self
-            .run(
-                &format!("DESCRIBE TABLE {table} FORMAT TabSeparated"),
-                Vec::new(),
-                &[],
-            )
-            .await?;
-        let described = String::from_utf8_lossy(&described);
+        let described: Vec<String> = self
+            .client
+            .query("SELECT name FROM system.columns WHERE database = ? AND table = ?")
+            .bind(self.config.database.as_str())
+            .bind(self.config.table.as_str())
+            .fetch_all()
+            .await
+            .map_err(|e| classify(e, "reading the table's columns").error)?;
         let missing: Vec<&str> = COLUMNS
-            .split(", ")
+            .iter()
+            .copied()
             .chain(self.config.mapped_columns.iter().map(|m| m.column.as_str()))
-            .filter(|c| !described.lines().any(|l| l.split('\t').next() == Some(c)))
+            .filter(|c| !described.iter().any(|d| d == c))
             .collect();
         if !missing.is_empty() {
             return Err(SinkError::fatal(format!(
@@ -253,49 +259,100 @@ impl ClickHouseSink {
 
     /// Highest offset stored for a topic-partition, if any.
     async fn watermark(&self, topic: &str, partition: u32) -> Result<Option<u64>, SinkError> {
-        let answer = self
-            .run(
-                &format!(
-                    "SELECT count(), max(pico_offset) FROM {} WHERE pico_topic = {} AND pico_partition = {partition} FORMAT TabSeparated",
-                    self.config.qualified(),
-                    literal(topic).replace('\0', "\\0")
-                ),
-                Vec::new(),
-                &[],
-            )
-            .await?;
-        let text = String::from_utf8_lossy(&answer);
-        let mut fields = text.trim().split('\t');
-        let count: u64 = fields.next().and_then(|c| c.parse().ok()).unwrap_or(0);
-        let max: Option<u64> = fields.next().and_then(|m| m.parse().ok());
-        Ok(if count == 0 { None } else { max })
+        let sql = format!(
+            "SELECT count() AS rows, max(pico_offset) AS max FROM {} \
+             WHERE pico_topic = ? AND pico_partition = ?",
+            self.config.qualified()
+        );
+        let mark: Mark = self
+            .client
+            .query(&sql)
+            .bind(topic)
+            .bind(partition)
+            .fetch_one()
+            .await
+            .map_err(|e| classify(e, "reading the watermark").error)?;
+        Ok((mark.rows > 0).then_some(mark.max))
     }
 
-    /// The columns of an INSERT.
-    fn insert_columns(&self) -> String {
-        let mut cols = COLUMNS.to_owned();
-        for m in &self.config.mapped_columns {
-            cols.push_str(", ");
-            cols.push_str(&ident(&m.column));
+    /// The deduplication token of a part, where the server has tokens.
+    fn token(&self, records: &[&Record]) -> Option<String> {
+        let (first, last) = (records.first()?, records.last()?);
+        self.tokens().then(|| {
+            let id = pico_sink::identity::BatchId {
+                topic: first.id.topic.clone(),
+                partition: first.id.partition,
+                first: first.id.offset,
+                last: last.id.offset,
+            };
+            self.config
+                .scope
+                .idempotency_key(&id, &pico_sink::identity::IdempotencyKeyStyle::Readable)
+        })
+    }
+
+    /// One block of the fixed columns in RowBinary.
+    async fn insert_fixed(&self, topic: &str, part: &[&Record]) -> Result<(), Failed> {
+        let table = self.config.qualified();
+        let mut insert = self
+            .client
+            .insert_unescaped::<Stored<'_>>(&table)
+            .await
+            .map_err(|e| classify(e, "INSERT"))?;
+        if let Some(token) = self.token(part) {
+            insert = insert.with_setting("insert_deduplication_token", token);
         }
-        cols
+        for r in part {
+            let headers = EnvelopeHeader::json_text(&r.headers).unwrap_or_default();
+            insert
+                .write(&Stored {
+                    pico_topic: topic,
+                    pico_partition: r.id.partition,
+                    pico_offset: r.id.offset,
+                    key: Raw(r.key.as_deref().unwrap_or_default()),
+                    value: Raw(&r.value),
+                    headers: &headers,
+                    ts: r.timestamp_ms,
+                })
+                .await
+                .map_err(|e| classify(e, "INSERT"))?;
+        }
+        insert.end().await.map_err(|e| classify(e, "INSERT"))
     }
 
-    /// TabSeparated rows of `records` with their mapped fields.
-    fn rows(&self, records: &[(&Record, Vec<Option<String>>)]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(records.len() * 128);
-        for (r, mapped) in records {
-            escape(
-                self.config.scope.qualified_topic(&r.id.topic).as_bytes(),
-                &mut out,
-            );
-            out.extend_from_slice(format!("\t{}\t{}\t", r.id.partition, r.id.offset).as_bytes());
+    /// One block with mapped columns, as TabSeparated (their types are the table's, known only
+    /// as text here: the server parses them).
+    async fn insert_mapped(
+        &self,
+        topic: &str,
+        part: &[(&Record, Vec<Option<String>>)],
+    ) -> Result<(), Failed> {
+        let mut cols: Vec<String> = COLUMNS.iter().map(|c| (*c).to_owned()).collect();
+        cols.extend(self.config.mapped_columns.iter().map(|m| ident(&m.column)));
+        let sql = format!(
+            "INSERT INTO {} ({}) FORMAT TabSeparated",
+            self.config.qualified(),
+            cols.join(", ")
+        );
+        let mut insert = self.client.insert_formatted_with(sql);
+        let records: Vec<&Record> = part.iter().map(|(r, _)| *r).collect();
+        if let Some(token) = self.token(&records) {
+            insert = insert.with_setting("insert_deduplication_token", token);
+        }
+        let mut out = Vec::with_capacity(part.len() * 128);
+        for (r, mapped) in part {
+            escape(topic.as_bytes(), &mut out);
+            out.push(b'\t');
+            out.extend_from_slice(r.id.partition.to_string().as_bytes());
+            out.push(b'\t');
+            out.extend_from_slice(r.id.offset.to_string().as_bytes());
+            out.push(b'\t');
             escape(r.key.as_deref().unwrap_or_default(), &mut out);
             out.push(b'\t');
             escape(&r.value, &mut out);
             out.push(b'\t');
             escape(
-                serde_json::to_string(&EnvelopeHeader::all_of(&r.headers))
+                EnvelopeHeader::json_text(&r.headers)
                     .unwrap_or_default()
                     .as_bytes(),
                 &mut out,
@@ -314,7 +371,11 @@ impl ClickHouseSink {
             }
             out.push(b'\n');
         }
-        out
+        insert
+            .send(out.into())
+            .await
+            .map_err(|e| classify(e, "INSERT"))?;
+        insert.end().await.map_err(|e| classify(e, "INSERT"))
     }
 }
 
@@ -325,7 +386,7 @@ impl Sink for ClickHouseSink {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        let tokens = self.prepare().await?.tokens;
+        self.prepare().await?;
         let topic = self
             .config
             .scope
@@ -355,33 +416,19 @@ impl Sink for ClickHouseSink {
                 Err(reason) => rejected.push(RejectedRecord::new(r.id.clone(), reason)),
             }
         }
-        let sql = format!(
-            "INSERT INTO {} ({}) FORMAT TabSeparated",
-            self.config.qualified(),
-            self.insert_columns()
-        );
         // A block the server cannot parse is split until the offending records are isolated;
         // each part gets its own deduplication token.
         let mut plan = Isolator::new(ready.len());
         while let Some((start, end)) = plan.next_range() {
             let part = &ready[start..end];
-            let mut settings = Vec::new();
-            if tokens && let (Some(first), Some(last)) = (part.first(), part.last()) {
-                let id = pico_sink::identity::BatchId {
-                    topic: first.0.id.topic.clone(),
-                    partition: first.0.id.partition,
-                    first: first.0.id.offset,
-                    last: last.0.id.offset,
-                };
-                settings.push((
-                    "insert_deduplication_token",
-                    self.config
-                        .scope
-                        .idempotency_key(&id, &pico_sink::identity::IdempotencyKeyStyle::Readable),
-                ));
-            }
-            let attempt = match self.run_data(&sql, self.rows(part), &settings).await {
-                Ok(_) => Attempt::Written(WriteReport::written(part.len())),
+            let sent = if self.config.mapped_columns.is_empty() {
+                let records: Vec<&Record> = part.iter().map(|(r, _)| *r).collect();
+                self.insert_fixed(&topic, &records).await
+            } else {
+                self.insert_mapped(&topic, part).await
+            };
+            let attempt = match sent {
+                Ok(()) => Attempt::Written(WriteReport::written(part.len())),
                 Err(Failed { data: true, error }) => Attempt::Refused(error.to_string()),
                 Err(Failed { error, .. }) => return Err(error),
             };
@@ -407,10 +454,26 @@ impl Sink for ClickHouseSink {
             "clickhouse",
             format!(
                 "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset); insert only \
-                 offsets above the partition's max(pico_offset), one atomic block per batch; active{version}: {}",
+                 offsets above the partition's max(pico_offset), one atomic RowBinary block per \
+                 batch (LZ4); active{version}: {}",
                 self.active_mechanisms().join(", ")
             ),
             Claim::NoVisibleDuplicate,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exception_codes_are_read_from_the_text() {
+        assert_eq!(
+            exception_code("bad response: Code: 60. DB::Exception: Table x doesn't exist"),
+            Some(60)
+        );
+        assert_eq!(exception_code("Code: 27, e.displayText() = …"), Some(27));
+        assert_eq!(exception_code("connection reset"), None);
     }
 }

@@ -229,6 +229,21 @@ impl Sink for DeltaSink {
             let mut guard = self.table().await?;
             let table = loaded(&mut guard)?;
             let mut done = false;
+            // Versions only grow: a snapshot held from an earlier batch (or the open) that
+            // already covers the batch proves it is committed, without reloading the log.
+            let known = table
+                .snapshot()
+                .map_err(|e| error(e, "reading the snapshot"))?
+                .transaction_version(table.log_store().as_ref(), &app)
+                .await
+                .map_err(|e| error(e, "reading the watermark"))?;
+            if known.is_some_and(|v| u64::try_from(v).is_ok_and(|v| v >= fit.id().last)) {
+                debug!(batch = %batch.id(), "committed before: nothing written");
+                return Ok(Outcome::new(
+                    WriteReport::already_present(fit.len()),
+                    rejected,
+                ));
+            }
             for attempt in 1..=attempts {
                 table
                     .update_state()
@@ -320,7 +335,8 @@ impl Sink for DeltaSink {
             "delta",
             "one commit per batch with a txn action (app id pico:topic:partition, version = last \
              offset) in the same log entry as the data; only offsets above the committed version \
-             are written; commits without automatic rebase, retried after re-reading",
+             are written (a replay the held snapshot already covers is answered without reloading \
+             the log); commits without automatic rebase, retried after re-reading",
             Claim::NoVisibleDuplicate,
         )
     }

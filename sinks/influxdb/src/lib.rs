@@ -33,6 +33,7 @@
 
 mod config;
 mod line;
+mod probe;
 mod sink;
 
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};

@@ -11,6 +11,14 @@ pub const TOPIC_TAG: &str = "pico_topic";
 pub const PARTITION_TAG: &str = "pico_partition";
 /// Integer field holding the offset.
 pub const OFFSET_FIELD: &str = "pico_offset";
+/// Integer field holding 31 bits of the record's content digest (so that a sum over a batch
+/// fits an InfluxDB integer), for the replay probe.
+pub const DIGEST_FIELD: &str = "pico_digest";
+
+/// The value of [`DIGEST_FIELD`] for a record.
+pub fn digest31(record: &Record) -> i64 {
+    (record.content_digest() & 0x7fff_ffff) as i64
+}
 /// Nanoseconds per millisecond: the offset modulo this fills the sub-millisecond digits.
 pub const SUB_MS: u64 = 1_000_000;
 
@@ -111,7 +119,10 @@ fn offset_field(record: &Record) -> Result<String, String> {
             record.id.offset
         )
     })?;
-    Ok(format!("{OFFSET_FIELD}={offset}i"))
+    Ok(format!(
+        "{OFFSET_FIELD}={offset}i,{DIGEST_FIELD}={}i",
+        digest31(record)
+    ))
 }
 
 fn time(ms: Option<i64>, record: &Record, policy: TimestampPolicy) -> Result<i64, String> {
@@ -206,9 +217,9 @@ pub(crate) fn json_point(
         if !chosen {
             continue;
         }
-        if name == OFFSET_FIELD {
+        if name == OFFSET_FIELD || name == DIGEST_FIELD {
             return Err(format!(
-                "payload field {OFFSET_FIELD} collides with the sink's field"
+                "payload field {name} collides with the sink's field"
             ));
         }
         no_breaks(&format!("field name {name}"), name)?;
@@ -304,7 +315,10 @@ mod tests {
         let p = json_point(&mapping(), &Scope::default(), &r, TimestampPolicy::Reject).unwrap();
         assert_eq!(
             p,
-            r#"readings,region=east,pico_partition=3,pico_topic=a\ b\,c pico_offset=1000007i,m3=12i,note="say \"hi\"",ok=true,tags="[1]" 1700000000000000007"#
+            format!(
+                r#"readings,region=east,pico_partition=3,pico_topic=a\ b\,c pico_offset=1000007i,pico_digest={}i,m3=12i,note="say \"hi\"",ok=true,tags="[1]" 1700000000000000007"#,
+                digest31(&r)
+            )
         );
     }
 
@@ -332,12 +346,18 @@ mod tests {
         .with_timestamp_ms(2);
         assert_eq!(
             line_point(&Scope::default(), &r, TimestampPolicy::Reject).unwrap(),
-            "cpu,host=a\\ b,pico_partition=0,pico_topic=t usage=0.5,msg=\"x y\",pico_offset=9i 2000009"
+            format!(
+                "cpu,host=a\\ b,pico_partition=0,pico_topic=t usage=0.5,msg=\"x y\",pico_offset=9i,pico_digest={}i 2000009",
+                digest31(&r)
+            )
         );
         let own = Record::new(RecordId::new("t", 0, 9), "cpu v=1 123");
         assert_eq!(
             line_point(&Scope::default(), &own, TimestampPolicy::Reject).unwrap(),
-            "cpu,pico_partition=0,pico_topic=t v=1,pico_offset=9i 123"
+            format!(
+                "cpu,pico_partition=0,pico_topic=t v=1,pico_offset=9i,pico_digest={}i 123",
+                digest31(&own)
+            )
         );
     }
 

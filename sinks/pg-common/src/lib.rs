@@ -7,6 +7,7 @@ mod connect;
 mod ident;
 mod mapping;
 mod record;
+mod replay;
 
 pub use classify::{Failure, classify};
 pub use connect::{Checkout, ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
@@ -14,3 +15,4 @@ pub use ident::{QualifiedTable, quote_ident, quote_literal};
 pub use mapping::{ConflictAction, extract_mapped};
 pub use pico_sink::MappedColumn;
 pub use record::{CommonFields, common_fields, json_has_nul};
+pub use replay::{Probe, batch_sum, judge as judge_probe, probe_batch, probe_sql, record_digest};

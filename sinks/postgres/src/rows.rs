@@ -30,6 +30,8 @@ pub(crate) struct Row {
     pub headers: Option<String>,
     pub ts: Option<SystemTime>,
     pub mapped: Vec<Option<String>>,
+    /// [`pico_pg_common::record_digest`] of the record.
+    pub digest: i64,
 }
 
 /// Validates every record of `batch`.
@@ -89,5 +91,6 @@ fn row(
         headers: common.headers,
         ts: common.ts,
         mapped,
+        digest: pico_pg_common::record_digest(record),
     })
 }

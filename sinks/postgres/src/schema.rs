@@ -40,6 +40,7 @@ pub(crate) fn create_table_sql(config: &PostgresSinkConfig) -> String {
     for m in &config.mapped_columns {
         cols.push(format!("{} {}", quote_ident(&m.column), m.sql_type));
     }
+    cols.push("pico_digest bigint".into());
     cols.push("PRIMARY KEY (pico_topic, pico_partition, pico_offset)".into());
     format!(
         "CREATE TABLE IF NOT EXISTS {} ({})",
@@ -68,10 +69,12 @@ async fn existing_columns(
 }
 
 /// Creates the table if allowed and missing; checks columns and the unique key otherwise.
+/// Returns whether the table has the `pico_digest` column (tables created by earlier versions
+/// lack it: they work, without the replay fast path).
 pub(crate) async fn ensure_table(
     client: &Client,
     config: &PostgresSinkConfig,
-) -> Result<(), SinkError> {
+) -> Result<bool, SinkError> {
     let mut existing = existing_columns(client, config).await?;
     if existing.is_empty() {
         if !config.create_if_missing {
@@ -137,5 +140,7 @@ pub(crate) async fn ensure_table(
             t = config.table
         )));
     }
-    Ok(())
+    Ok(existing
+        .iter()
+        .any(|(n, udt)| n == "pico_digest" && udt == "int8"))
 }

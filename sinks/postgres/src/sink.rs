@@ -1,7 +1,7 @@
 //! [`PostgresSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Checkout, Pool, connect_pool};
+use pico_pg_common::{Checkout, Pool, Probe, connect_pool, probe_batch, probe_sql};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -19,8 +19,15 @@ use crate::write::{Statements, write_rows};
 pub struct PostgresSink {
     config: PostgresSinkConfig,
     pool: Pool,
+    table: OnceCell<Table>,
+}
+
+/// What `open` learned about the table, and the statements for it.
+struct Table {
     statements: Statements,
-    table_ready: OnceCell<()>,
+    /// `pico_digest` exists: replays are answered by one probe.
+    digest: bool,
+    probe: String,
 }
 
 /// Columns the sink writes itself; a mapped column may not take one of these names.
@@ -46,12 +53,10 @@ impl PostgresSink {
     /// configuration's `connection` is then not used. The same checks as [`PostgresSink::new`].
     pub fn with_pool(pool: Pool, config: PostgresSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        let statements = Statements::new(&config);
         Ok(Self {
             config,
             pool,
-            statements,
-            table_ready: OnceCell::new(),
+            table: OnceCell::new(),
         })
     }
 
@@ -65,16 +70,22 @@ impl PostgresSink {
         &self.pool
     }
 
-    async fn prepare_table(&self) -> Result<(), SinkError> {
-        self.table_ready
+    async fn prepare_table(&self) -> Result<&Table, SinkError> {
+        self.table
             .get_or_try_init(|| async {
                 let client = Checkout::get(&self.pool).await?;
-                ensure_table(&client, &self.config).await?;
+                let digest = ensure_table(&client, &self.config).await?;
                 client.release();
-                Ok(())
+                if !digest {
+                    tracing::info!(table = %self.config.table, "no pico_digest column: replays are upserted rather than answered by a probe");
+                }
+                Ok(Table {
+                    statements: Statements::new(&self.config, digest),
+                    digest,
+                    probe: probe_sql(&self.config.table.to_string()),
+                })
             })
             .await
-            .map(|_| ())
     }
 }
 
@@ -100,23 +111,40 @@ fn check(config: &PostgresSinkConfig) -> Result<(), SinkError> {
 #[async_trait]
 impl Sink for PostgresSink {
     async fn open(&self) -> Result<(), SinkError> {
-        self.prepare_table().await
+        self.prepare_table().await.map(|_| ())
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        self.prepare_table().await?;
+        let table = self.prepare_table().await?;
+        let mut client = Checkout::get(&self.pool).await?;
+        let probe = if table.digest {
+            probe_batch(&client, &table.probe, &self.config.scope, batch).await?
+        } else {
+            Probe::Partial
+        };
+        if probe == Probe::Identical {
+            client.release();
+            debug!(batch = %batch.id(), "the table holds the batch: nothing written");
+            return Ok(WriteReport::already_present(batch.len()).into());
+        }
         let (rows, mut rejected) = prepare(&self.config, batch);
         let mut report = WriteReport::default();
         if !rows.is_empty() {
-            let mut client = Checkout::get(&self.pool).await?;
-            let (counts, refused) =
-                write_rows(&mut client, &self.config, &self.statements, &rows, batch)
-                    .await
-                    .map_err(|f| f.into_sink_error())?;
-            client.release();
+            let known_empty = probe == Probe::Empty;
+            let (counts, refused) = write_rows(
+                &mut client,
+                &self.config,
+                &table.statements,
+                &rows,
+                batch,
+                known_empty,
+            )
+            .await
+            .map_err(|f| f.into_sink_error())?;
             report = counts;
             rejected.extend(refused);
         }
+        client.release();
         debug!(batch = %batch.id(), written = report.written, present = report.already_present, rejected = rejected.len(), "batch committed");
         Ok(Outcome::new(report, rejected))
     }
@@ -130,9 +158,11 @@ impl Sink for PostgresSink {
         Description::new(
             "postgres",
             format!(
-                "PRIMARY KEY (pico_topic, pico_partition, pico_offset); one transaction per batch: \
-                 binary COPY straight into the table when no row of the range exists, else staging \
-                 (COPY into a temp table from {} records, unnest below) and INSERT … ON CONFLICT DO {}",
+                "PRIMARY KEY (pico_topic, pico_partition, pico_offset); a probe of the range's count \
+                 and content digests answers an exact replay without writing; one transaction per \
+                 batch: binary COPY straight into the table when no row of the range exists, else \
+                 staging (COPY into a temp table from {} records, unnest below) and INSERT … ON \
+                 CONFLICT DO {}",
                 self.config.copy_threshold,
                 match self.config.conflict {
                     pico_pg_common::ConflictAction::Update => "UPDATE (skipping identical rows)",

@@ -46,13 +46,16 @@ pub(crate) struct Statements {
     direct_copy: Option<String>,
     /// Whether any row of the batch's offset range is already there (one index probe).
     probe: String,
+    /// Whether rows carry `pico_digest`.
+    digest: bool,
     from_stage: String,
     from_unnest: String,
     copy_types: Vec<Type>,
 }
 
-/// A stored column: name, staging type.
-fn columns(config: &PostgresSinkConfig) -> Vec<(String, String)> {
+/// A stored column: name, staging type. `pico_digest` (when the table has it) comes before the
+/// mapped columns, which stay last.
+fn columns(config: &PostgresSinkConfig, digest: bool) -> Vec<(String, String)> {
     let mut cols = vec![
         ("pico_topic".to_owned(), "text".to_owned()),
         ("pico_partition".to_owned(), "int4".to_owned()),
@@ -64,6 +67,9 @@ fn columns(config: &PostgresSinkConfig) -> Vec<(String, String)> {
     }
     cols.push(("headers".into(), "jsonb".into()));
     cols.push(("ts".into(), "timestamptz".into()));
+    if digest {
+        cols.push(("pico_digest".into(), "int8".into()));
+    }
     for m in &config.mapped_columns {
         cols.push((m.column.clone(), "text".into()));
     }
@@ -88,9 +94,9 @@ fn fnv(text: &str) -> u64 {
 }
 
 impl Statements {
-    /// Builds every statement for `config`.
-    pub(crate) fn new(config: &PostgresSinkConfig) -> Self {
-        let cols = columns(config);
+    /// Builds every statement for `config`, for a table with or without `pico_digest`.
+    pub(crate) fn new(config: &PostgresSinkConfig, digest: bool) -> Self {
+        let cols = columns(config, digest);
         let names: Vec<String> = cols.iter().map(|(n, _)| quote_ident(n)).collect();
         let list = names.join(", ");
         let signature = format!("{}|{list}", config.table);
@@ -177,6 +183,7 @@ impl Statements {
                 unnest_args.join(", ")
             )),
             copy_types: cols.iter().map(|(_, t)| type_of(t)).collect(),
+            digest,
         }
     }
 }
@@ -191,6 +198,7 @@ struct Columns<'a> {
     byte_values: Vec<Option<&'a [u8]>>,
     headers: Vec<Option<RawJsonb<'a>>>,
     ts: Vec<Option<SystemTime>>,
+    digests: Vec<i64>,
     mapped: Vec<Vec<Option<&'a str>>>,
 }
 
@@ -205,6 +213,7 @@ impl<'a> Columns<'a> {
             byte_values: Vec::new(),
             headers: Vec::with_capacity(rows.len()),
             ts: Vec::with_capacity(rows.len()),
+            digests: Vec::with_capacity(rows.len()),
             mapped: vec![Vec::with_capacity(rows.len()); config.mapped_columns.len()],
         };
         for r in rows {
@@ -219,6 +228,7 @@ impl<'a> Columns<'a> {
             }
             c.headers.push(r.headers.as_deref().map(RawJsonb));
             c.ts.push(r.ts);
+            c.digests.push(r.digest);
             for (i, m) in r.mapped.iter().enumerate() {
                 c.mapped[i].push(m.as_deref());
             }
@@ -226,7 +236,7 @@ impl<'a> Columns<'a> {
         c
     }
 
-    fn params(&self, config: &PostgresSinkConfig) -> Vec<&(dyn ToSql + Sync)> {
+    fn params(&self, config: &PostgresSinkConfig, digest: bool) -> Vec<&(dyn ToSql + Sync)> {
         let mut p: Vec<&(dyn ToSql + Sync)> =
             vec![&self.topics, &self.partitions, &self.offsets, &self.keys];
         if config.keep_value {
@@ -237,6 +247,9 @@ impl<'a> Columns<'a> {
         }
         p.push(&self.headers);
         p.push(&self.ts);
+        if digest {
+            p.push(&self.digests);
+        }
         for m in &self.mapped {
             p.push(m);
         }
@@ -248,6 +261,7 @@ fn row_params<'a>(
     row: &'a Row,
     key: &'a Option<Bytes>,
     value: Option<Box<dyn ToSql + Sync + Send + 'a>>,
+    digest: bool,
 ) -> Vec<Box<dyn ToSql + Sync + Send + 'a>> {
     let mut p: Vec<Box<dyn ToSql + Sync + Send + 'a>> = vec![
         Box::new(row.topic.as_str()),
@@ -260,6 +274,9 @@ fn row_params<'a>(
     }
     p.push(Box::new(row.headers.as_deref().map(RawJsonb)));
     p.push(Box::new(row.ts));
+    if digest {
+        p.push(Box::new(row.digest));
+    }
     for m in &row.mapped {
         p.push(Box::new(m.as_deref()));
     }
@@ -284,7 +301,7 @@ async fn copy_rows(
             (Some(Value::Bytes(b)), true) => Some(Box::new(b.as_ref())),
             (None, true) => Some(Box::new(Option::<&[u8]>::None)),
         };
-        let params = row_params(row, &row.key, value);
+        let params = row_params(row, &row.key, value, stmts.digest);
         let refs: Vec<&(dyn ToSql + Sync)> = params
             .iter()
             .map(|b| b.as_ref() as &(dyn ToSql + Sync))
@@ -295,12 +312,13 @@ async fn copy_rows(
     Ok(())
 }
 
-/// Writes `rows` in one transaction.
+/// Writes `rows` in one transaction; `known_empty` when a probe just found none of them.
 async fn write_once(
     client: &mut Client,
     config: &PostgresSinkConfig,
     stmts: &Statements,
     rows: &[Row],
+    known_empty: bool,
 ) -> Result<WriteReport, Failure> {
     let mut tx = client
         .transaction()
@@ -311,14 +329,17 @@ async fn write_once(
     // it with a unique violation; then upsert like a replay.
     if let (Some(direct), Some(first), Some(last)) = (&stmts.direct_copy, rows.first(), rows.last())
     {
-        let present: bool = tx
-            .query_one(
+        let present: bool = if known_empty {
+            false
+        } else {
+            tx.query_one(
                 &stmts.probe,
                 &[&first.topic, &first.partition, &first.offset, &last.offset],
             )
             .await
             .map_err(|e| classify(e, "probing for rows already present"))?
-            .get(0);
+            .get(0)
+        };
         if !present {
             let savepoint = tx
                 .savepoint("pico_direct")
@@ -359,7 +380,7 @@ async fn write_once(
             .get(0)
     } else {
         let columns = Columns::new(config, rows);
-        tx.query_one(&stmts.from_unnest, &columns.params(config))
+        tx.query_one(&stmts.from_unnest, &columns.params(config, stmts.digest))
             .await
             .map_err(|e| classify(e, "INSERT … SELECT FROM unnest … ON CONFLICT"))?
             .get(0)
@@ -373,17 +394,20 @@ async fn write_once(
 }
 
 /// Writes `rows`, splitting on data errors until the offending records are isolated; those are
-/// returned as rejections, the rest is written.
+/// returned as rejections, the rest is written. `known_empty`: a probe found none of the
+/// batch's offsets in the table.
 pub(crate) async fn write_rows(
     client: &mut Client,
     config: &PostgresSinkConfig,
     stmts: &Statements,
     rows: &[Row],
     batch: &pico_sink::Batch,
+    known_empty: bool,
 ) -> Result<(WriteReport, Vec<RejectedRecord>), Failure> {
     let mut plan = Isolator::new(rows.len());
     while let Some((start, end)) = plan.next_range() {
-        let attempt = match write_once(client, config, stmts, &rows[start..end]).await {
+        let empty = known_empty && (start, end) == (0, rows.len());
+        let attempt = match write_once(client, config, stmts, &rows[start..end], empty).await {
             Ok(report) => Attempt::Written(report),
             Err(Failure::Data(reason)) => Attempt::Refused(reason),
             Err(other) => return Err(other),

@@ -26,6 +26,8 @@ pub(crate) struct Row {
     pub headers: Option<String>,
     pub ts: Option<SystemTime>,
     pub mapped: Vec<Option<String>>,
+    /// [`pico_pg_common::record_digest`] of the record.
+    pub digest: i64,
 }
 
 fn fits(what: &str, text: &str, max: usize) -> Result<(), String> {
@@ -83,6 +85,7 @@ fn row(
         headers: common.headers,
         ts: common.ts,
         mapped,
+        digest: pico_pg_common::record_digest(record),
     })
 }
 

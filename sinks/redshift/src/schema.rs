@@ -7,8 +7,9 @@ use tokio_postgres::Client;
 use crate::config::{Dialect, RedshiftSinkConfig};
 use crate::rows::{TOPIC_MAX, VARCHAR_MAX};
 
-/// `(column, type)` in table order.
-pub(crate) fn columns(config: &RedshiftSinkConfig) -> Vec<(String, String)> {
+/// `(column, type)` in table order; `pico_digest` (when the table has it) before the mapped
+/// columns.
+pub(crate) fn columns(config: &RedshiftSinkConfig, digest: bool) -> Vec<(String, String)> {
     let text = format!("VARCHAR({VARCHAR_MAX})");
     let mut cols = vec![
         ("pico_topic".to_owned(), format!("VARCHAR({TOPIC_MAX})")),
@@ -21,6 +22,9 @@ pub(crate) fn columns(config: &RedshiftSinkConfig) -> Vec<(String, String)> {
     }
     cols.push(("headers".into(), text));
     cols.push(("ts".into(), "TIMESTAMPTZ".into()));
+    if digest {
+        cols.push(("pico_digest".into(), "BIGINT".into()));
+    }
     for m in &config.mapped_columns {
         cols.push((m.column.clone(), m.sql_type.clone()));
     }
@@ -28,7 +32,7 @@ pub(crate) fn columns(config: &RedshiftSinkConfig) -> Vec<(String, String)> {
 }
 
 fn create_table_sql(config: &RedshiftSinkConfig) -> String {
-    let mut defs: Vec<String> = columns(config)
+    let mut defs: Vec<String> = columns(config, true)
         .iter()
         .enumerate()
         .map(|(i, (n, t))| {
@@ -68,11 +72,12 @@ async fn existing(client: &Client, config: &RedshiftSinkConfig) -> Result<Vec<St
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Creates the table if allowed and missing; checks the columns otherwise.
+/// Creates the table if allowed and missing; checks the columns otherwise. Returns whether it
+/// has `pico_digest` (tables of earlier versions lack it: no replay fast path there).
 pub(crate) async fn ensure_table(
     client: &Client,
     config: &RedshiftSinkConfig,
-) -> Result<(), SinkError> {
+) -> Result<bool, SinkError> {
     let mut have = existing(client, config).await?;
     if have.is_empty() {
         if !config.create_if_missing {
@@ -92,13 +97,13 @@ pub(crate) async fn ensure_table(
             return Err(classify(e, "creating the table").into_sink_error());
         }
     }
-    let missing: Vec<String> = columns(config)
+    let missing: Vec<String> = columns(config, false)
         .into_iter()
         .map(|(n, _)| n)
         .filter(|n| !have.contains(n))
         .collect();
     if missing.is_empty() {
-        Ok(())
+        Ok(have.iter().any(|n| n == "pico_digest"))
     } else {
         Err(SinkError::fatal(format!(
             "table {} lacks the columns {}: add them or point the sink at a table of the documented shape",

@@ -1,7 +1,7 @@
 //! [`RedshiftSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Checkout, Pool, connect_pool};
+use pico_pg_common::{Checkout, Pool, Probe, connect_pool, probe_batch, probe_sql};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -17,8 +17,15 @@ use crate::write::{Statements, write_rows};
 pub struct RedshiftSink {
     config: RedshiftSinkConfig,
     pool: Pool,
+    table: OnceCell<Table>,
+}
+
+/// What `open` learned about the table, and the statements for it.
+struct Table {
     statements: Statements,
-    table_ready: OnceCell<()>,
+    /// `pico_digest` exists: replays are answered by one probe.
+    digest: bool,
+    probe: String,
 }
 
 impl RedshiftSink {
@@ -32,25 +39,26 @@ impl RedshiftSink {
     /// Uses a pool the caller already has; the configuration's `connection` is then not used.
     pub fn with_pool(pool: Pool, config: RedshiftSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        let statements = Statements::new(&config);
         Ok(Self {
             config,
             pool,
-            statements,
-            table_ready: OnceCell::new(),
+            table: OnceCell::new(),
         })
     }
 
-    async fn prepare_table(&self) -> Result<(), SinkError> {
-        self.table_ready
+    async fn prepare_table(&self) -> Result<&Table, SinkError> {
+        self.table
             .get_or_try_init(|| async {
                 let client = Checkout::get(&self.pool).await?;
-                ensure_table(&client, &self.config).await?;
+                let digest = ensure_table(&client, &self.config).await?;
                 client.release();
-                Ok(())
+                Ok(Table {
+                    statements: Statements::new(&self.config, digest),
+                    digest,
+                    probe: probe_sql(&self.config.table.to_string()),
+                })
             })
             .await
-            .map(|_| ())
     }
 }
 
@@ -66,23 +74,31 @@ fn check(config: &RedshiftSinkConfig) -> Result<(), SinkError> {
 #[async_trait]
 impl Sink for RedshiftSink {
     async fn open(&self) -> Result<(), SinkError> {
-        self.prepare_table().await
+        self.prepare_table().await.map(|_| ())
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        self.prepare_table().await?;
+        let table = self.prepare_table().await?;
+        let mut client = Checkout::get(&self.pool).await?;
+        if table.digest
+            && probe_batch(&client, &table.probe, &self.config.scope, batch).await?
+                == Probe::Identical
+        {
+            client.release();
+            debug!(batch = %batch.id(), "the table holds the batch: nothing written");
+            return Ok(WriteReport::already_present(batch.len()).into());
+        }
         let (rows, mut rejected) = prepare(&self.config, batch);
         let mut report = WriteReport::default();
         if !rows.is_empty() {
-            let mut client = Checkout::get(&self.pool).await?;
             let (counts, refused) =
-                write_rows(&mut client, &self.config, &self.statements, &rows, batch)
+                write_rows(&mut client, &self.config, &table.statements, &rows, batch)
                     .await
                     .map_err(|f| f.into_sink_error())?;
-            client.release();
             report = counts;
             rejected.extend(refused);
         }
+        client.release();
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "batch merged");
         Ok(Outcome::new(report, rejected))
     }
@@ -96,8 +112,9 @@ impl Sink for RedshiftSink {
         Description::new(
             "redshift",
             format!(
-                "no enforced key: per batch one transaction that LOCKs the table, stages rows in a \
-                 temp table and {} on (pico_topic, pico_partition, pico_offset)",
+                "no enforced key: a probe of the range's count and content digests answers an exact \
+                 replay without writing; otherwise per batch one transaction that LOCKs the table, \
+                 stages rows in a temp table and {} on (pico_topic, pico_partition, pico_offset)",
                 match self.config.strategy {
                     UpsertStrategy::Merge => "MERGEs",
                     UpsertStrategy::DeleteInsert => "DELETE USING + INSERTs",

@@ -36,11 +36,13 @@ pub(crate) struct Statements {
     count_present: String,
     upsert: Vec<String>,
     ncols: usize,
+    /// Whether rows carry `pico_digest`.
+    digest: bool,
 }
 
 impl Statements {
-    pub(crate) fn new(config: &RedshiftSinkConfig) -> Self {
-        let cols = columns(config);
+    pub(crate) fn new(config: &RedshiftSinkConfig, digest: bool) -> Self {
+        let cols = columns(config, digest);
         let names: Vec<String> = cols.iter().map(|(n, _)| quote_ident(n)).collect();
         let list = names.join(", ");
         let t = config.table.to_string();
@@ -93,10 +95,10 @@ impl Statements {
             params: cols
                 .iter()
                 .enumerate()
-                .map(|(i, (_, ty))| match (i, ty.as_str()) {
-                    (1, _) => Param::Typed("int4"),
-                    (2, _) => Param::Typed("int8"),
-                    (_, "TIMESTAMPTZ") => Param::Typed("timestamptz"),
+                .map(|(i, (name, ty))| match (i, name.as_str(), ty.as_str()) {
+                    (1, _, _) => Param::Typed("int4"),
+                    (2, _, _) | (_, "pico_digest", _) => Param::Typed("int8"),
+                    (_, _, "TIMESTAMPTZ") => Param::Typed("timestamptz"),
                     _ => Param::FromText(ty.clone()),
                 })
                 .collect(),
@@ -106,6 +108,7 @@ impl Statements {
             ),
             upsert,
             ncols: cols.len(),
+            digest,
         }
     }
 
@@ -134,7 +137,7 @@ impl Statements {
     }
 }
 
-fn params<'a>(row: &'a Row, keep_value: bool, out: &mut Vec<&'a (dyn ToSql + Sync)>) {
+fn params<'a>(row: &'a Row, keep_value: bool, digest: bool, out: &mut Vec<&'a (dyn ToSql + Sync)>) {
     out.push(&row.topic);
     out.push(&row.partition);
     out.push(&row.offset);
@@ -144,6 +147,9 @@ fn params<'a>(row: &'a Row, keep_value: bool, out: &mut Vec<&'a (dyn ToSql + Syn
     }
     out.push(&row.headers);
     out.push(&row.ts as &Option<SystemTime>);
+    if digest {
+        out.push(&row.digest);
+    }
     for m in &row.mapped {
         out.push(m);
     }
@@ -169,7 +175,7 @@ async fn write_once(
     for chunk in rows.chunks(per_insert) {
         let mut p: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * stmts.ncols);
         for row in chunk {
-            params(row, config.keep_value, &mut p);
+            params(row, config.keep_value, stmts.digest, &mut p);
         }
         tx.execute(&stmts.insert(chunk.len()), &p)
             .await

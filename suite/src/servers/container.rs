@@ -35,6 +35,9 @@ pub struct ContainerSpec {
     pub cmd: Vec<&'static str>,
     /// Run on the host network (Doris FE and BE find each other on 127.0.0.1).
     pub host_network: bool,
+    /// The host port to map `port` to (default: a free one), for services that must advertise
+    /// their own address (Kafka).
+    pub host_port: Option<u16>,
 }
 
 /// A started container, kept alive until dropped or removed.
@@ -64,7 +67,10 @@ pub async fn start(spec: &ContainerSpec) -> Result<Started, String> {
         request = request.with_network("host");
         spec.port
     } else {
-        let port = free_port().map_err(|e| e.to_string())?;
+        let port = match spec.host_port {
+            Some(p) => p,
+            None => free_port().map_err(|e| e.to_string())?,
+        };
         request = request.with_mapped_port(port, spec.port.tcp());
         port
     };

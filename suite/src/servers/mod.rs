@@ -4,5 +4,6 @@ pub mod binary;
 pub mod clickhouse;
 pub mod container;
 pub mod influxdb;
+pub mod kafka;
 pub mod postgres;
 pub mod s3;

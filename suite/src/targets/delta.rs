@@ -196,70 +196,7 @@ impl Destination for DeltaDestination {
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
         let (location, options, _) = self.table(isolation, false).await?;
-        let url = if location.contains("://") {
-            url::Url::parse(&location).map_err(|e| e.to_string())?
-        } else {
-            url::Url::from_directory_path(&location)
-                .map_err(|()| format!("{location} is not absolute"))?
-        };
-        let table = match deltalake::open_table_with_storage_options(url, options).await {
-            Ok(t) => t,
-            Err(deltalake::DeltaTableError::NotATable(_)) => return Ok(Readback::default()),
-            Err(e) => return Err(format!("opening {location}: {e}")),
-        };
-        let version = table.version().unwrap_or_default();
-        let paths: Vec<deltalake::Path> = table
-            .snapshot()
-            .map_err(|e| e.to_string())?
-            .log_data()
-            .into_iter()
-            .map(|add| add.object_store_path())
-            .collect();
-        let store = table.object_store();
-        let mut rows = Vec::new();
-        for path in &paths {
-            let bytes = store
-                .get(path)
-                .await
-                .map_err(|e| format!("{path}: {e}"))?
-                .bytes()
-                .await
-                .map_err(|e| format!("{path}: {e}"))?;
-            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-                .and_then(|b| b.build())
-                .map_err(|e| format!("{path}: {e}"))?;
-            for batch in reader {
-                let batch = batch.map_err(|e| e.to_string())?;
-                let topics = column::<StringArray>(&batch, "pico_topic")?;
-                let partitions = column::<Int64Array>(&batch, "pico_partition")?;
-                let offsets = column::<Int64Array>(&batch, "pico_offset")?;
-                let values = column::<BinaryArray>(&batch, "value")?;
-                for i in 0..batch.num_rows() {
-                    let value = bytes::Bytes::copy_from_slice(if values.is_null(i) {
-                        b""
-                    } else {
-                        values.value(i)
-                    });
-                    rows.push(ReadRow {
-                        id: RecordId::new(
-                            topics.value(i),
-                            partitions.value(i) as u32,
-                            offsets.value(i) as u64,
-                        ),
-                        checksum: checksum(&value),
-                        value,
-                    });
-                }
-            }
-        }
-        Ok(Readback {
-            rows,
-            physical_rows: None,
-            notes: vec![format!(
-                "table version {version}, {} data files",
-                paths.len()
-            )],
-        })
+        read_delta(&location, options).await
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
@@ -274,4 +211,76 @@ impl Destination for DeltaDestination {
             }
         }
     }
+}
+
+/// Every row of the Delta table at `location` (a path or URL), by reading the data files of its
+/// current version; an absent table reads as empty.
+pub async fn read_delta(
+    location: &str,
+    options: std::collections::HashMap<String, String>,
+) -> Result<Readback, String> {
+    let url = if location.contains("://") {
+        url::Url::parse(location).map_err(|e| e.to_string())?
+    } else {
+        url::Url::from_directory_path(location)
+            .map_err(|()| format!("{location} is not absolute"))?
+    };
+    let table = match deltalake::open_table_with_storage_options(url, options).await {
+        Ok(t) => t,
+        Err(deltalake::DeltaTableError::NotATable(_)) => return Ok(Readback::default()),
+        Err(e) => return Err(format!("opening {location}: {e}")),
+    };
+    let version = table.version().unwrap_or_default();
+    let paths: Vec<deltalake::Path> = table
+        .snapshot()
+        .map_err(|e| e.to_string())?
+        .log_data()
+        .into_iter()
+        .map(|add| add.object_store_path())
+        .collect();
+    let store = table.object_store();
+    let mut rows = Vec::new();
+    for path in &paths {
+        let bytes = store
+            .get(path)
+            .await
+            .map_err(|e| format!("{path}: {e}"))?
+            .bytes()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .and_then(|b| b.build())
+            .map_err(|e| format!("{path}: {e}"))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| e.to_string())?;
+            let topics = column::<StringArray>(&batch, "pico_topic")?;
+            let partitions = column::<Int64Array>(&batch, "pico_partition")?;
+            let offsets = column::<Int64Array>(&batch, "pico_offset")?;
+            let values = column::<BinaryArray>(&batch, "value")?;
+            for i in 0..batch.num_rows() {
+                let value = bytes::Bytes::copy_from_slice(if values.is_null(i) {
+                    b""
+                } else {
+                    values.value(i)
+                });
+                rows.push(ReadRow {
+                    id: RecordId::new(
+                        topics.value(i),
+                        partitions.value(i) as u32,
+                        offsets.value(i) as u64,
+                    ),
+                    checksum: checksum(&value),
+                    value,
+                });
+            }
+        }
+    }
+    Ok(Readback {
+        rows,
+        physical_rows: None,
+        notes: vec![format!(
+            "table version {version}, {} data files",
+            paths.len()
+        )],
+    })
 }

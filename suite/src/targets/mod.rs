@@ -24,7 +24,7 @@ use pico_sink::identity::Scope;
 use pico_conformance::target::{PayloadForm, ReadRow, Target, checksum, payload_checksum};
 
 pub use clickhouse::ClickHouseTarget;
-pub use delta::{DeltaS3Target, DeltaTarget};
+pub use delta::{DeltaS3Target, DeltaTarget, read_delta};
 pub use doris::DorisTarget;
 pub use elasticsearch::ElasticsearchTarget;
 pub use http::HttpTarget;

@@ -1,0 +1,139 @@
+//! `pico-kafka run PIPELINE.toml`: consume a Kafka-protocol topic into a pico sink, at least
+//! once. Exit codes: 0 drained on SIGTERM/SIGINT; 1 bad pipeline file or no broker; 2 a batch
+//! failed every attempt; 3 fatal sink error; 4 refused records without a dead-letter topic.
+//! A panic aborts the process (as a plugin panic aborts a runtime): run it under a
+//! supervisor, which restarts it from the committed offsets.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use pico_kafka::chaos::PanicOnce;
+use pico_kafka::{Exit, Pipeline};
+use pico_sink::Sink;
+use tracing::{error, info};
+
+#[derive(Parser)]
+#[command(
+    name = "pico-kafka",
+    version,
+    about = "Run a pico sink under a Kafka consumer group"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline until SIGTERM/SIGINT (then drain and commit) or an error.
+    Run {
+        /// The pipeline file (TOML).
+        pipeline: PathBuf,
+    },
+    /// Check a pipeline file and build its sink, then exit.
+    Check {
+        /// The pipeline file (TOML).
+        pipeline: PathBuf,
+    },
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+    info!("signal received");
+}
+
+fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
+    let sink = pipeline.sink.build().map_err(|e| e.to_string())?;
+    Ok(match &pipeline.chaos.panic_once_file {
+        Some(marker) => Arc::new(PanicOnce::new(sink, marker)),
+        None => sink,
+    })
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    // A panic anywhere (a sink's own bug) takes the process down rather than leaving it half
+    // alive: the supervisor restarts it from the committed offsets.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
+    let cli = Cli::parse();
+    let (path, check_only) = match cli.command {
+        Command::Run { pipeline } => (pipeline, false),
+        Command::Check { pipeline } => (pipeline, true),
+    };
+    let pipeline = match Pipeline::from_file(&path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let sink = match runtime.block_on(async { build(&pipeline) }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if check_only {
+        println!(
+            "ok: {} sink {:?}, group {}",
+            pipeline.sink.kind(),
+            pipeline.sink,
+            pipeline.kafka.group
+        );
+        return ExitCode::SUCCESS;
+    }
+    let ended = runtime.block_on(async {
+        let opened = pico_sink::Driver::with_policy(sink.clone(), pipeline.retry.policy())
+            .open()
+            .await;
+        if let Err(e) = opened {
+            return Ok(Exit::GaveUp(format!("opening the sink: {e}")));
+        }
+        pico_kafka::run(&pipeline, sink.clone(), shutdown_signal()).await
+    });
+    match ended {
+        Ok(exit) => {
+            match &exit {
+                Exit::Drained => info!("stopped"),
+                other => error!(?other, "stopped with an error"),
+            }
+            ExitCode::from(exit.code() as u8)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

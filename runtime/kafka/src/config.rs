@@ -1,0 +1,280 @@
+//! The pipeline file: where to read (brokers, group, topics), how to batch, where dead letters
+//! go, and which sink writes. TOML, one file per pipeline:
+//!
+//! ```toml
+//! [kafka]
+//! brokers = "127.0.0.1:9092"
+//! group = "orders-to-postgres"
+//! topics = ["orders"]
+//! # any librdkafka consumer property
+//! properties = { "session.timeout.ms" = "10000" }
+//!
+//! [batch]
+//! max_records = 500
+//! max_bytes = 1048576
+//! linger_ms = 200
+//!
+//! [dead_letter]
+//! topic = "orders-dlq"
+//!
+//! [sink]
+//! kind = "postgres"
+//! url = "postgres://app:secret@db/orders"
+//! table = "orders"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::sinks::SinkSettings;
+
+/// A whole pipeline file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipeline {
+    /// The consumer group and what it reads.
+    pub kafka: KafkaSettings,
+    /// Per-partition batching.
+    #[serde(default)]
+    pub batch: BatchSettings,
+    /// Where refused records go; without it a refused record stops the pipeline (nothing is
+    /// committed past it).
+    #[serde(default)]
+    pub dead_letter: Option<DeadLetterSettings>,
+    /// The sink and its settings.
+    pub sink: SinkSettings,
+    /// The driver's retry policy.
+    #[serde(default)]
+    pub retry: RetrySettings,
+    /// Fault injection for tests of the runtime itself (never set in production).
+    #[serde(default)]
+    pub chaos: ChaosSettings,
+}
+
+/// The broker side.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSettings {
+    /// `host:port[,host:port…]`.
+    pub brokers: String,
+    /// Consumer group id; offsets are committed under it.
+    pub group: String,
+    /// Topics to consume.
+    pub topics: Vec<String>,
+    /// Extra librdkafka consumer properties (`session.timeout.ms`, security settings, …).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    /// Seconds between progress lines per partition.
+    #[serde(default = "default_progress_secs")]
+    pub progress_secs: u64,
+}
+
+fn default_progress_secs() -> u64 {
+    10
+}
+
+/// When a partition's buffered records become a batch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchSettings {
+    /// At most this many records per batch.
+    pub max_records: usize,
+    /// At most this many payload bytes (keys and values) per batch.
+    pub max_bytes: usize,
+    /// A partition's records wait at most this long for more before they are delivered.
+    pub linger_ms: u64,
+}
+
+impl Default for BatchSettings {
+    fn default() -> Self {
+        Self {
+            max_records: 500,
+            max_bytes: 1 << 20,
+            linger_ms: 200,
+        }
+    }
+}
+
+impl BatchSettings {
+    /// The linger as a duration.
+    pub fn linger(&self) -> Duration {
+        Duration::from_millis(self.linger_ms)
+    }
+}
+
+/// The dead-letter topic.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSettings {
+    /// Topic the refused records are produced to (with `acks=all`), each with its original
+    /// key, value and headers plus `pico.dlq.*` headers: reason, original topic, partition,
+    /// offset, and whether the destination may hold it after all.
+    pub topic: String,
+}
+
+/// The driver's retry policy (the spec's by default: 5 attempts, 200 ms → 5 s).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrySettings {
+    /// Attempts per batch before the pipeline stops with an error (exit code 2).
+    pub max_attempts: u32,
+    /// First backoff, ms.
+    pub initial_backoff_ms: u64,
+    /// Longest backoff, ms.
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            initial_backoff_ms: 200,
+            max_backoff_ms: 5_000,
+        }
+    }
+}
+
+impl RetrySettings {
+    /// As the driver's policy.
+    pub fn policy(&self) -> pico_sink::RetryPolicy {
+        pico_sink::RetryPolicy::attempts(self.max_attempts).with_backoff(
+            Duration::from_millis(self.initial_backoff_ms),
+            Duration::from_millis(self.max_backoff_ms),
+        )
+    }
+}
+
+/// Faults the runtime injects into itself, for crash tests.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosSettings {
+    /// If set and the file does not exist yet: create it, then panic inside the next `consume`
+    /// (the process aborts, as a plugin panic does). Once the file exists, nothing happens: a
+    /// restarted process runs normally.
+    pub panic_once_file: Option<String>,
+}
+
+/// Why a pipeline file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable file.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not a pipeline.
+    #[error("{path} is not a valid pipeline file: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Why.
+        source: toml::de::Error,
+    },
+    /// Parsed, but not usable.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Pipeline {
+    /// Reads and checks a pipeline file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|e| match e {
+            ConfigError::Parse { source, .. } => ConfigError::Parse {
+                path: path.display().to_string(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses and checks a pipeline from TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let pipeline: Pipeline = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: "pipeline".into(),
+            source,
+        })?;
+        pipeline.check()?;
+        Ok(pipeline)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.into()));
+        if self.kafka.topics.is_empty() {
+            return bad("kafka.topics is empty: name at least one topic");
+        }
+        if self.batch.max_records == 0 || self.batch.max_bytes == 0 {
+            return bad("batch.max_records and batch.max_bytes must be above 0");
+        }
+        if self.retry.max_attempts == 0 {
+            return bad("retry.max_attempts must be at least 1");
+        }
+        for key in ["enable.auto.commit", "enable.auto.offset.store", "group.id"] {
+            if self.kafka.properties.contains_key(key) {
+                return Err(ConfigError::Invalid(format!(
+                    "kafka.properties may not set {key}: the runtime commits offsets itself, \
+                     only after the sink confirmed"
+                )));
+            }
+        }
+        if let Some(dlq) = &self.dead_letter
+            && self.kafka.topics.contains(&dlq.topic)
+        {
+            return bad(
+                "dead_letter.topic is one of kafka.topics: it would consume its own dead letters",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_file_parses_with_defaults_and_is_checked() {
+        let p = Pipeline::from_toml(
+            r#"
+            [kafka]
+            brokers = "127.0.0.1:9092"
+            group = "g"
+            topics = ["orders"]
+            [sink]
+            kind = "stdout"
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.batch.max_records, 500);
+        assert_eq!(p.retry.max_attempts, 5);
+        assert!(p.dead_letter.is_none());
+
+        let auto_commit = Pipeline::from_toml(
+            r#"
+            [kafka]
+            brokers = "b"
+            group = "g"
+            topics = ["t"]
+            properties = { "enable.auto.commit" = "true" }
+            [sink]
+            kind = "stdout"
+            "#,
+        );
+        assert!(
+            matches!(auto_commit, Err(ConfigError::Invalid(m)) if m.contains("enable.auto.commit"))
+        );
+        let typo = Pipeline::from_toml(
+            "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
+        );
+        assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+}

@@ -1,0 +1,563 @@
+//! The consumer loop: one consumer in a group, per-partition buffers cut into batches, one
+//! worker per assigned partition delivering through the [`Driver`] into one shared sink, the
+//! group offset committed only after the sink confirmed.
+//!
+//! * **Commit**: a worker commits synchronously after its batch was confirmed, never past the
+//!   oldest record read and not confirmed ([`Progress`]). A commit the broker refuses (a
+//!   rebalance in progress) is logged and left to the next one: the data is written, and
+//!   whoever owns the partition next redelivers at worst the batch.
+//! * **Rebalance**: on revoke, the partition's worker is aborted (dropping a `consume` future
+//!   is safe by the sink contract) and its buffer dropped; nothing past what was confirmed is
+//!   committed. On assign, librdkafka resumes from the committed offset.
+//! * **Back-pressure**: each worker takes one batch in flight and one queued; a partition
+//!   whose buffer grows past four batches is paused at the broker until it drains.
+//! * **Dead letters**: refused records are produced to the dead-letter topic (`acks=all`) with
+//!   the reason and their origin as headers before the commit; without a dead-letter topic a
+//!   refusal stops the pipeline with nothing committed past it.
+//! * **Failures**: a batch that fails every attempt, a fatal sink error, or a failed dead
+//!   letter ends [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it
+//!   resumes from the committed offsets.
+//! * **Shutdown**: when the `shutdown` future completes, fetching stops, every buffered record
+//!   is delivered and committed, then `run` returns [`Exit::Drained`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pico_sink::identity::{BatchId, RecordId};
+use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, Record, Sink};
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, error, info, warn};
+
+use crate::config::Pipeline;
+use crate::tracker::Progress;
+
+/// A topic and partition.
+type Tp = (String, i32);
+
+/// How [`run`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Shut down on request: everything read was delivered and committed.
+    Drained,
+    /// A batch failed every attempt (or its commit hook failed): restart to resume from the
+    /// committed offset. Exit code 2.
+    GaveUp(String),
+    /// The sink reported misconfiguration: fix it, then restart. Exit code 3.
+    Fatal(String),
+    /// Records were refused and there is no dead-letter topic (or producing to it failed):
+    /// nothing was committed past them. Exit code 4.
+    Refused(String),
+}
+
+impl Exit {
+    /// The process exit code for this end.
+    pub fn code(&self) -> i32 {
+        match self {
+            Exit::Drained => 0,
+            Exit::GaveUp(_) => 2,
+            Exit::Fatal(_) => 3,
+            Exit::Refused(_) => 4,
+        }
+    }
+}
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The consumer or producer could not be created or subscribed.
+    #[error("kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+}
+
+/// A partition's worker: its queue and task.
+struct Worker {
+    queue: mpsc::Sender<Batch>,
+    task: JoinHandle<()>,
+}
+
+/// State shared by the loop, the workers and the rebalance callbacks.
+#[derive(Default)]
+struct Shared {
+    progress: Mutex<HashMap<Tp, Progress>>,
+    workers: Mutex<HashMap<Tp, Worker>>,
+    /// Partitions revoked since the loop last looked.
+    revoked: Mutex<Vec<Tp>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The consumer's context: rebalance callbacks.
+struct Context {
+    shared: Arc<Shared>,
+}
+
+impl ClientContext for Context {}
+
+impl ConsumerContext for Context {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Revoke(tpl) => {
+                for e in tpl.elements() {
+                    let tp = (e.topic().to_owned(), e.partition());
+                    if let Some(worker) = lock(&self.shared.workers).remove(&tp) {
+                        // Stops the delivery in flight: the sink contract makes it safe, and
+                        // the new owner resumes from the committed offset.
+                        worker.task.abort();
+                    }
+                    lock(&self.shared.progress).remove(&tp);
+                    info!(topic = %tp.0, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
+                    lock(&self.shared.revoked).push(tp);
+                }
+            }
+            Rebalance::Assign(tpl) => {
+                for e in tpl.elements() {
+                    info!(
+                        topic = e.topic(),
+                        partition = e.partition(),
+                        "partition assigned: resuming from the committed offset"
+                    );
+                }
+            }
+            Rebalance::Error(e) => warn!(error = %e, "rebalance error"),
+        }
+    }
+}
+
+type Kafka = StreamConsumer<Context>;
+
+/// A partition's records read and not yet handed to its worker.
+struct Pending {
+    records: Vec<Record>,
+    bytes: usize,
+    since: Instant,
+    paused: bool,
+}
+
+impl Pending {
+    fn new() -> Self {
+        Self {
+            records: Vec::new(),
+            bytes: 0,
+            since: Instant::now(),
+            paused: false,
+        }
+    }
+}
+
+fn record_bytes(r: &Record) -> usize {
+    r.value.len() + r.key.as_ref().map_or(0, |k| k.len())
+}
+
+/// A message as a record.
+fn to_record(m: &BorrowedMessage<'_>) -> Record {
+    let id = RecordId::new(
+        m.topic(),
+        m.partition().max(0) as u32,
+        m.offset().max(0) as u64,
+    );
+    let mut record = Record::new(
+        id,
+        bytes::Bytes::copy_from_slice(m.payload().unwrap_or_default()),
+    );
+    if let Some(key) = m.key() {
+        record = record.with_key(bytes::Bytes::copy_from_slice(key));
+    }
+    if let Some(headers) = m.headers() {
+        for h in headers.iter() {
+            record = record.with_header(h.key, h.value.unwrap_or_default().to_vec());
+        }
+    }
+    if let Some(ms) = m.timestamp().to_millis() {
+        record = record.with_timestamp_ms(ms);
+    }
+    record
+}
+
+/// What a worker needs besides its queue.
+#[derive(Clone)]
+struct WorkerKit {
+    sink: Arc<dyn Sink>,
+    policy: pico_sink::RetryPolicy,
+    consumer: Arc<Kafka>,
+    shared: Arc<Shared>,
+    dlq: Option<(Arc<FutureProducer>, String)>,
+    failures: mpsc::UnboundedSender<Exit>,
+}
+
+/// The driver's hooks for one partition: commit through the tracker, dead letters to the
+/// topic.
+struct PartitionHooks {
+    tp: Tp,
+    first: u64,
+    kit: WorkerKit,
+}
+
+#[async_trait]
+impl DriverHooks for PartitionHooks {
+    async fn commit(&mut self, batch: &BatchId) -> Result<(), String> {
+        let to_commit = lock(&self.kit.shared.progress)
+            .get_mut(&self.tp)
+            .and_then(|p| p.confirmed(self.first));
+        let Some(offset) = to_commit else {
+            return Ok(());
+        };
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.tp.0, self.tp.1, Offset::Offset(offset as i64))
+            .map_err(|e| e.to_string())?;
+        let consumer = self.kit.consumer.clone();
+        let committed =
+            tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await;
+        match committed {
+            Ok(Ok(())) => {
+                if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
+                    p.committed(offset);
+                }
+                debug!(batch = %batch, offset, "committed");
+            }
+            // The batch is written; the next commit (or the next owner) covers it.
+            Ok(Err(e)) => {
+                warn!(batch = %batch, offset, error = %e, "offset commit refused; left to the next commit")
+            }
+            Err(e) => warn!(batch = %batch, error = %e, "offset commit task failed"),
+        }
+        Ok(())
+    }
+
+    async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String> {
+        let Some((producer, topic)) = &self.kit.dlq else {
+            let first = &letters[0];
+            return Err(format!(
+                "{} record(s) refused and no dead_letter topic is configured; first: {} ({})",
+                letters.len(),
+                first.record.id,
+                first.reason
+            ));
+        };
+        for letter in letters {
+            let r = &letter.record;
+            let mut headers = OwnedHeaders::new();
+            for h in &r.headers {
+                headers = headers.insert(Header {
+                    key: &h.name,
+                    value: Some(h.value.as_ref()),
+                });
+            }
+            let origin = [
+                ("pico.dlq.reason", letter.reason.clone()),
+                ("pico.dlq.topic", r.id.topic.to_string()),
+                ("pico.dlq.partition", r.id.partition.to_string()),
+                ("pico.dlq.offset", r.id.offset.to_string()),
+                ("pico.dlq.may_be_stored", letter.may_be_stored.to_string()),
+            ];
+            for (key, value) in &origin {
+                headers = headers.insert(Header {
+                    key,
+                    value: Some(value.as_str()),
+                });
+            }
+            let mut record = FutureRecord::to(topic)
+                .payload(r.value.as_ref())
+                .headers(headers);
+            if let Some(key) = &r.key {
+                record = record.key(key.as_ref());
+            }
+            producer
+                .send(record, Duration::from_secs(30))
+                .await
+                .map_err(|(e, _)| {
+                    format!("producing the dead letter of {} to {topic}: {e}", r.id)
+                })?;
+            warn!(record = %r.id, reason = %letter.reason, topic, "dead-lettered");
+        }
+        Ok(())
+    }
+}
+
+/// One partition's worker: delivers its batches in order.
+async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
+    let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
+    while let Some(batch) = queue.recv().await {
+        let mut hooks = PartitionHooks {
+            tp: tp.clone(),
+            first: batch.id().first,
+            kit: kit.clone(),
+        };
+        match driver.deliver(&batch, &mut hooks).await {
+            Ok(delivered) => {
+                debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, "delivered")
+            }
+            Err(e) => {
+                let text = e.to_string();
+                error!(batch = %batch.id(), error = %text, "delivery stopped");
+                let exit = match e {
+                    DriverError::Fatal(_) => Exit::Fatal(text),
+                    DriverError::DeadLetter(_) => Exit::Refused(text),
+                    _ => Exit::GaveUp(text),
+                };
+                let _ = kit.failures.send(exit);
+                return;
+            }
+        }
+    }
+}
+
+/// The consumer's properties.
+fn consumer_config(pipeline: &Pipeline) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &pipeline.kafka.brokers)
+        .set("group.id", &pipeline.kafka.group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "false");
+    for (k, v) in &pipeline.kafka.properties {
+        config.set(k, v);
+    }
+    config
+}
+
+/// Runs the pipeline until `shutdown` completes (then drains) or a batch cannot be delivered.
+pub async fn run(
+    pipeline: &Pipeline,
+    sink: Arc<dyn Sink>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Exit, StartError> {
+    let shared = Arc::new(Shared::default());
+    let consumer: Arc<Kafka> =
+        Arc::new(consumer_config(pipeline).create_with_context(Context {
+            shared: shared.clone(),
+        })?);
+    let topics: Vec<&str> = pipeline.kafka.topics.iter().map(String::as_str).collect();
+    consumer.subscribe(&topics)?;
+    let dlq = match &pipeline.dead_letter {
+        Some(d) => {
+            let producer: FutureProducer = ClientConfig::new()
+                .set("bootstrap.servers", &pipeline.kafka.brokers)
+                .set("acks", "all")
+                .create()?;
+            Some((Arc::new(producer), d.topic.clone()))
+        }
+        None => None,
+    };
+    let (failures, mut failed) = mpsc::unbounded_channel();
+    let kit = WorkerKit {
+        sink,
+        policy: pipeline.retry.policy(),
+        consumer: consumer.clone(),
+        shared: shared.clone(),
+        dlq,
+        failures,
+    };
+    info!(group = %pipeline.kafka.group, topics = ?pipeline.kafka.topics, "consuming");
+
+    let batch = &pipeline.batch;
+    let mut pending: HashMap<Tp, Pending> = HashMap::new();
+    let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
+    let progress_every = Duration::from_secs(pipeline.kafka.progress_secs.max(1));
+    let mut last_progress = Instant::now();
+    tokio::pin!(shutdown);
+    let ended = loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break None,
+            Some(exit) = failed.recv() => break Some(exit),
+            message = consumer.recv() => match message {
+                Ok(m) => {
+                    forget_revoked(&shared, &mut pending);
+                    let record = to_record(&m);
+                    let tp: Tp = (m.topic().to_owned(), m.partition());
+                    let offset = record.id.offset;
+                    {
+                        let mut progress = lock(&shared.progress);
+                        let p = progress.entry(tp.clone()).or_default();
+                        // A record read again (librdkafka re-fetched after an error) is
+                        // already buffered or delivered.
+                        if p.read_position().is_some_and(|r| offset < r) {
+                            continue;
+                        }
+                        p.read(offset);
+                    }
+                    let buffer = pending.entry(tp.clone()).or_insert_with(Pending::new);
+                    if buffer.records.is_empty() {
+                        buffer.since = Instant::now();
+                    }
+                    buffer.bytes += record_bytes(&record);
+                    buffer.records.push(record);
+                    if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
+                        flush(&tp, &mut pending, &kit, pipeline, false);
+                    }
+                }
+                Err(e) => {
+                    // Broker unreachable and the like: librdkafka reconnects; fetching stalls.
+                    warn!(error = %e, "consumer error");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            },
+            _ = tick.tick() => {
+                forget_revoked(&shared, &mut pending);
+                let due: Vec<Tp> = pending
+                    .iter()
+                    .filter(|(_, p)| !p.records.is_empty() && p.since.elapsed() >= batch.linger())
+                    .map(|(tp, _)| tp.clone())
+                    .collect();
+                for tp in due {
+                    flush(&tp, &mut pending, &kit, pipeline, false);
+                }
+                if last_progress.elapsed() >= progress_every {
+                    last_progress = Instant::now();
+                    log_progress(&shared);
+                }
+            }
+        }
+    };
+    if let Some(exit) = ended {
+        abort_workers(&shared);
+        return Ok(exit);
+    }
+    info!("shutdown requested: draining");
+    let tps: Vec<Tp> = pending.keys().cloned().collect();
+    for tp in &tps {
+        flush(tp, &mut pending, &kit, pipeline, true);
+        while pending.get(tp).is_some_and(|p| !p.records.is_empty()) {
+            tokio::select! {
+                Some(exit) = failed.recv() => { abort_workers(&shared); return Ok(exit); }
+                () = tokio::time::sleep(Duration::from_millis(20)) => flush(tp, &mut pending, &kit, pipeline, true),
+            }
+        }
+    }
+    let workers: Vec<Worker> = lock(&shared.workers).drain().map(|(_, w)| w).collect();
+    for worker in workers {
+        drop(worker.queue);
+        let _ = worker.task.await;
+    }
+    if let Ok(exit) = failed.try_recv() {
+        return Ok(exit);
+    }
+    log_progress(&shared);
+    consumer.unsubscribe();
+    info!("drained: every record read was delivered and committed");
+    Ok(Exit::Drained)
+}
+
+/// Drops the buffers of revoked partitions.
+fn forget_revoked(shared: &Shared, pending: &mut HashMap<Tp, Pending>) {
+    for tp in lock(&shared.revoked).drain(..) {
+        pending.remove(&tp);
+    }
+}
+
+fn abort_workers(shared: &Shared) {
+    for (_, w) in lock(&shared.workers).drain() {
+        w.task.abort();
+    }
+}
+
+fn log_progress(shared: &Shared) {
+    for ((topic, partition), p) in lock(&shared.progress).iter() {
+        info!(
+            topic,
+            partition,
+            cursor = ?p.cursor(),
+            read = ?p.read_position(),
+            in_flight = p.in_flight(),
+            nothing_unacked = p.nothing_unacked(),
+            "progress (cursor == read position ⟺ nothing unacked)"
+        );
+    }
+}
+
+/// Hands as many batches of `tp`'s buffer to its worker as its queue takes (all of them when
+/// `whole`), pausing or resuming the partition at the broker by how much stays buffered.
+fn flush(
+    tp: &Tp,
+    pending: &mut HashMap<Tp, Pending>,
+    kit: &WorkerKit,
+    pipeline: &Pipeline,
+    whole: bool,
+) {
+    let Some(buffer) = pending.get_mut(tp) else {
+        return;
+    };
+    let limits = &pipeline.batch;
+    let queue = {
+        let mut workers = lock(&kit.shared.workers);
+        let worker = workers.entry(tp.clone()).or_insert_with(|| {
+            let (queue, rx) = mpsc::channel(1);
+            let task = tokio::spawn(work(tp.clone(), rx, kit.clone()));
+            Worker { queue, task }
+        });
+        worker.queue.clone()
+    };
+    while !buffer.records.is_empty() && queue.capacity() > 0 {
+        let mut count = 0;
+        let mut bytes = 0;
+        for r in &buffer.records {
+            if count > 0
+                && (count >= limits.max_records || bytes + record_bytes(r) > limits.max_bytes)
+            {
+                break;
+            }
+            count += 1;
+            bytes += record_bytes(r);
+        }
+        if count < buffer.records.len()
+            || whole
+            || buffer.since.elapsed() >= limits.linger()
+            || count >= limits.max_records
+            || bytes >= limits.max_bytes
+        {
+            let records: Vec<Record> = buffer.records.drain(..count).collect();
+            buffer.bytes -= bytes;
+            buffer.since = Instant::now();
+            let batch = match Batch::new(records) {
+                Ok(b) => b,
+                Err(e) => {
+                    error!(topic = %tp.0, partition = tp.1, error = %e, "records of one partition out of order: dropping the buffer, the broker redelivers from the committed offset");
+                    buffer.records.clear();
+                    buffer.bytes = 0;
+                    break;
+                }
+            };
+            let rest = buffer.records.first().map(|r| r.id.offset);
+            if let Some(p) = lock(&kit.shared.progress).get_mut(tp) {
+                p.handed(batch.id().first, batch.id().last, rest);
+            }
+            if queue.try_send(batch).is_err() {
+                warn!(topic = %tp.0, partition = tp.1, "worker queue closed");
+                break;
+            }
+        } else {
+            break;
+        }
+    }
+    let high = 4 * limits.max_records;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(&tp.0, tp.1);
+    if !buffer.paused && buffer.records.len() >= high {
+        if kit.consumer.pause(&tpl).is_ok() {
+            buffer.paused = true;
+            debug!(topic = %tp.0, partition = tp.1, "paused: the sink is behind");
+        }
+    } else if buffer.paused
+        && buffer.records.len() < limits.max_records
+        && kit.consumer.resume(&tpl).is_ok()
+    {
+        buffer.paused = false;
+        debug!(topic = %tp.0, partition = tp.1, "resumed");
+    }
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The runtime's crash suite: builds pico-kafka with the sinks the suite drives, then runs
+# pico-crash against a real broker (tansu natively, Kafka through docker, or
+# PICO_KAFKA_BROKERS) and writes docs/crash-suite.{json,md}. Extra arguments go to pico-crash
+# (e.g. --reduced, --sink postgres, --case kill, --no-write).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
+bash scripts/setup.sh
+eval "$(bash scripts/servers.sh)"
+echo "building pico-kafka (postgres, clickhouse, s3, delta) and pico-crash..." >&2
+cargo build -p pico-kafka --features postgres,clickhouse,s3,delta --bin pico-kafka
+# A workspace build may rebuild pico-kafka with other features: run a copy of this one.
+cp "$CARGO_TARGET_DIR/debug/pico-kafka" "$CARGO_TARGET_DIR/pico-kafka-crash"
+export PICO_KAFKA_BIN="$CARGO_TARGET_DIR/pico-kafka-crash"
+cargo build -p pico-suite --bin pico-crash
+exec "$CARGO_TARGET_DIR/debug/pico-crash" "$@"

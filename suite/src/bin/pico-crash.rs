@@ -1,0 +1,197 @@
+//! `pico-crash`: the runtime's crash suite against a real broker (tansu natively, Kafka through
+//! docker, or `PICO_KAFKA_BROKERS`) and real destinations; writes docs/crash-suite.{json,md}.
+//! Exits non-zero when a record is lost or a sink shows more duplicates than its bound.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::runner::today;
+use pico_suite::crash::destinations::{CrashDestination, CrashSink};
+use pico_suite::crash::report::{CrashReport, render};
+use pico_suite::crash::supervisor::runtime_binary;
+use pico_suite::crash::{Bench, Case, Size, run_case};
+use pico_suite::servers::kafka::Broker;
+
+#[derive(Parser)]
+#[command(name = "pico-crash", version, about = "The runtime's crash suite")]
+struct Cli {
+    /// Only these sinks (repeatable): postgres, clickhouse, s3, delta-s3, http-honouring.
+    #[arg(long = "sink")]
+    sinks: Vec<String>,
+    /// Only these cases (repeatable): kill, panic, broker, destination, group, flaky.
+    #[arg(long = "case")]
+    cases: Vec<String>,
+    /// The reduced size CI runs (4 000 records, 10 kills).
+    #[arg(long)]
+    reduced: bool,
+    /// Where the broker comes from (default: external, then docker, then native tansu).
+    #[arg(long)]
+    broker: Option<ProviderKind>,
+    /// Where to write crash-suite.{json,md}.
+    #[arg(long, default_value = "docs")]
+    out: PathBuf,
+    /// Print only.
+    #[arg(long)]
+    no_write: bool,
+}
+
+fn pick<T: Copy>(
+    names: &[String],
+    all: &[T],
+    id: impl Fn(T) -> &'static str,
+) -> Result<Vec<T>, String> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            all.iter()
+                .copied()
+                .find(|t| id(*t) == n || id(*t).starts_with(&format!("{n}-")))
+                .ok_or_else(|| format!("unknown: {n}"))
+        })
+        .collect()
+}
+
+async fn broker(kind: Option<ProviderKind>) -> Result<Broker, String> {
+    let kinds = match kind {
+        Some(k) => vec![k],
+        None => vec![
+            ProviderKind::External,
+            ProviderKind::Docker,
+            ProviderKind::Native,
+        ],
+    };
+    let mut reasons = Vec::new();
+    for k in kinds {
+        match Broker::provide(k).await {
+            Ok(b) => return Ok(b),
+            Err(e) => reasons.push(format!("{k}: {e}")),
+        }
+    }
+    Err(reasons.join("; "))
+}
+
+async fn run(cli: Cli) -> Result<bool, String> {
+    let sinks = pick(&cli.sinks, &CrashSink::ALL, CrashSink::id)?;
+    let cases = pick(&cli.cases, &Case::ALL, Case::id)?;
+    let size = if cli.reduced {
+        Size::REDUCED
+    } else {
+        Size::FULL
+    };
+    let runtime = runtime_binary()?;
+    let mut broker = broker(cli.broker)
+        .await
+        .map_err(|e| format!("no broker: {e}"))?;
+    let work = tempfile::Builder::new()
+        .prefix("pico-crash-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "broker {} at {}; runtime {}; work dir {}",
+        broker.info().name,
+        broker.brokers,
+        runtime.display(),
+        work.path().display()
+    );
+    let mut report = CrashReport {
+        generated_by: format!("pico-crash {}", env!("CARGO_PKG_VERSION")),
+        date: today(),
+        size_name: if cli.reduced { "reduced" } else { "full" }.into(),
+        size,
+        broker: broker.info(),
+        servers: Vec::new(),
+        results: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for sink in sinks {
+        let destination = match CrashDestination::provide(sink).await {
+            Ok(d) => d,
+            Err(why) => {
+                eprintln!("[{}] SKIPPED — {why}", sink.id());
+                report.skipped.push((sink, why));
+                continue;
+            }
+        };
+        report.servers.push((sink, destination.info().await));
+        for &case in &cases {
+            eprintln!("[{}] {} ...", sink.id(), case.id());
+            let mut bench = Bench {
+                broker: &mut broker,
+                destination: &destination,
+                runtime: &runtime,
+                work: work.path(),
+                size,
+            };
+            let result = run_case(&mut bench, sink, case).await;
+            eprintln!(
+                "[{}] {}: produced {}, lost {}, duplicates {} (bound {}), starts {}, kills {}, {:.0} s: {}",
+                sink.id(),
+                case.id(),
+                result.produced,
+                result.lost_count,
+                result.duplicates,
+                result.duplicate_bound,
+                result.processes.starts,
+                result.processes.kills,
+                result.seconds,
+                match &result.verdict {
+                    Ok(()) => "ok".to_owned(),
+                    Err(e) => format!("FAIL {e}"),
+                }
+            );
+            report.results.push(result);
+        }
+        if let Err(e) = destination.stop().await {
+            eprintln!("[{}] stopping the destination: {e}", sink.id());
+        }
+    }
+    if let Err(e) = broker.stop().await {
+        eprintln!("stopping the broker: {e}");
+    }
+    let markdown = render(&report);
+    println!("{markdown}");
+    let failures = report.failures();
+    for f in &failures {
+        println!("FAILED {f}");
+    }
+    if !failures.is_empty() {
+        // The runtime logs and pipeline files of the failed run stay for a look.
+        let kept = work.keep();
+        eprintln!("runtime logs kept in {}", kept.display());
+    }
+    if !cli.no_write {
+        std::fs::create_dir_all(&cli.out).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(cli.out.join("crash-suite.json"), json).map_err(|e| e.to_string())?;
+        std::fs::write(cli.out.join("crash-suite.md"), markdown).map_err(|e| e.to_string())?;
+    }
+    Ok(failures.is_empty())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rdkafka=error")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt.block_on(run(cli)),
+        Err(e) => Err(e.to_string()),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The destinations of the crash suite: a server each (provided like the conformance suite's),
+//! the `[sink]` section that points a `pico-kafka` process at it through a fault proxy, and a
+//! read-back of what one topic left there, as `(partition, offset)` rows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pico_conformance::proxy::{FaultProxies, FaultProxy};
+use pico_conformance::target::ServerInfo;
+use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
+
+use crate::provide::first_available;
+use crate::servers::clickhouse::ClickHouseServer;
+use crate::servers::postgres::{PgServer, connect};
+use crate::servers::s3::S3Server;
+
+/// The sinks the crash suite runs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashSink {
+    /// Upsert on the identity.
+    Postgres,
+    /// ReplacingMergeTree with a watermark (read with FINAL).
+    Clickhouse,
+    /// One object per batch, conditional PUT, LIST watermark.
+    S3,
+    /// Delta on S3: a txn watermark in every commit.
+    DeltaS3,
+    /// The key-honouring HTTP endpoint: one Idempotency-Key per batch.
+    Http,
+}
+
+impl CrashSink {
+    /// Every sink, in report order.
+    pub const ALL: [CrashSink; 5] = [
+        CrashSink::Postgres,
+        CrashSink::Clickhouse,
+        CrashSink::S3,
+        CrashSink::DeltaS3,
+        CrashSink::Http,
+    ];
+
+    /// The id on the command line and in the report.
+    pub fn id(self) -> &'static str {
+        match self {
+            CrashSink::Postgres => "postgres",
+            CrashSink::Clickhouse => "clickhouse",
+            CrashSink::S3 => "s3",
+            CrashSink::DeltaS3 => "delta-s3",
+            CrashSink::Http => "http-honouring",
+        }
+    }
+
+    /// Whether a replay leaves no visible duplicate (the sink dedupes on the record identity
+    /// or a watermark); otherwise a replay with other batch boundaries repeats records, at most
+    /// one batch per interruption.
+    pub fn keyed(self) -> bool {
+        !matches!(self, CrashSink::Http)
+    }
+}
+
+/// What a destination holds for one topic.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// Every visible row, as (partition, offset).
+    pub rows: Vec<(u32, u64)>,
+    /// Something worth a note (physical rows before merge, objects, table version).
+    pub note: Option<String>,
+}
+
+/// A running destination.
+pub enum CrashDestination {
+    /// PostgreSQL.
+    Postgres(PgServer),
+    /// ClickHouse.
+    Clickhouse(ClickHouseServer),
+    /// S3 (and Delta on S3, which shares the server).
+    S3 {
+        /// The server.
+        server: S3Server,
+        /// Delta tables rather than objects.
+        delta: bool,
+    },
+    /// The HTTP endpoint, in this process.
+    Http(Endpoint),
+}
+
+const BUCKET: &str = "pico-crash";
+
+impl CrashDestination {
+    /// Starts (or connects to) the server of `sink`.
+    pub async fn provide(sink: CrashSink) -> Result<Self, String> {
+        Ok(match sink {
+            CrashSink::Postgres => Self::Postgres(first_available(PgServer::provide).await?),
+            CrashSink::Clickhouse => {
+                Self::Clickhouse(first_available(ClickHouseServer::provide).await?)
+            }
+            CrashSink::S3 | CrashSink::DeltaS3 => {
+                let server = first_available(S3Server::provide).await?;
+                server.ensure_bucket(BUCKET).await?;
+                Self::S3 {
+                    server,
+                    delta: sink == CrashSink::DeltaS3,
+                }
+            }
+            CrashSink::Http => Self::Http(
+                Endpoint::start(EndpointConfig::new(KeyPolicy::Honour))
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+        })
+    }
+
+    /// Name and version of the server.
+    pub async fn info(&self) -> ServerInfo {
+        match self {
+            Self::Postgres(s) => s.info().await,
+            Self::Clickhouse(s) => s.info().await,
+            Self::S3 { server, .. } => server.info(),
+            Self::Http(_) => ServerInfo {
+                name: "pico-http-endpoint".into(),
+                version: "honours Idempotency-Key".into(),
+            },
+        }
+    }
+
+    /// The address the runtime's sink connects to (a fault proxy goes in front of it).
+    pub fn upstream(&self) -> Result<std::net::SocketAddr, String> {
+        let url = match self {
+            Self::Postgres(s) => return s.socket_addr(),
+            Self::Clickhouse(s) => s.url().to_owned(),
+            Self::S3 { server, .. } => server.endpoint.clone(),
+            Self::Http(e) => return Ok(e.addr()),
+        };
+        let authority = url
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .ok_or_else(|| format!("{url}: no host"))?;
+        use std::net::ToSocketAddrs;
+        authority
+            .to_socket_addrs()
+            .map_err(|e| format!("{url}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{url} does not resolve"))
+    }
+
+    /// A proxy in front of the destination.
+    pub async fn proxy(&self, proxies: &FaultProxies) -> Result<Arc<FaultProxy>, String> {
+        proxies.in_front_of(self.upstream()?).await
+    }
+
+    /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).
+    pub fn sink_toml(&self, isolation: &str, via: std::net::SocketAddr) -> Result<String, String> {
+        let table = isolation.replace('-', "_");
+        Ok(match self {
+            Self::Postgres(s) => format!(
+                "[sink]\nkind = \"postgres\"\nurl = {}\ntable = {}\npool_size = 4\n",
+                toml_string(&s.url_via(via)?),
+                toml_string(&table)
+            ),
+            Self::Clickhouse(_) => format!(
+                "[sink]\nkind = \"clickhouse\"\nurl = \"http://{via}\"\ndatabase = \"pico_crash\"\ntable = {}\n",
+                toml_string(&table)
+            ),
+            Self::S3 {
+                server,
+                delta: false,
+            } => format!(
+                "[sink]\nkind = \"s3\"\nbucket = \"{BUCKET}\"\nprefix = {}\nendpoint = \"http://{via}\"\naccess_key = {}\nsecret_key = {}\n",
+                toml_string(isolation),
+                toml_string(&server.access_key),
+                toml_string(&server.secret_key)
+            ),
+            Self::S3 {
+                server,
+                delta: true,
+            } => format!(
+                "[sink]\nkind = \"delta\"\nlocation = \"s3://{BUCKET}/{isolation}\"\n[sink.storage_options]\n\
+                 AWS_ENDPOINT_URL = \"http://{via}\"\nAWS_ACCESS_KEY_ID = {}\nAWS_SECRET_ACCESS_KEY = {}\n\
+                 AWS_REGION = \"us-east-1\"\nAWS_ALLOW_HTTP = \"true\"\n",
+                toml_string(&server.access_key),
+                toml_string(&server.secret_key)
+            ),
+            Self::Http(_) => format!("[sink]\nkind = \"http\"\nurl = \"http://{via}/ingest\"\n"),
+        })
+    }
+
+    /// What `isolation` holds for `topic`.
+    pub async fn read(&self, isolation: &str, topic: &str) -> Result<Held, String> {
+        let table = isolation.replace('-', "_");
+        match self {
+            Self::Postgres(s) => {
+                let c = connect(s.url()).await?;
+                let sql = format!(
+                    "SELECT pico_partition, pico_offset FROM public.\"{table}\" WHERE pico_topic = $1"
+                );
+                let rows = c
+                    .query(&sql, &[&topic])
+                    .await
+                    .map_err(|e| format!("{sql}: {e}"))?;
+                Ok(Held {
+                    rows: rows
+                        .iter()
+                        .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, i64>(1) as u64))
+                        .collect(),
+                    note: None,
+                })
+            }
+            Self::Clickhouse(s) => {
+                let visible = s
+                    .query(&format!(
+                        "SELECT pico_partition, pico_offset FROM pico_crash.`{table}` FINAL \
+                         WHERE pico_topic = '{topic}' FORMAT TabSeparated"
+                    ))
+                    .await?;
+                let physical = s
+                    .query(&format!(
+                        "SELECT count() FROM pico_crash.`{table}` WHERE pico_topic = '{topic}' FORMAT TabSeparated"
+                    ))
+                    .await?;
+                Ok(Held {
+                    rows: parse_pairs(&String::from_utf8_lossy(&visible))?,
+                    note: Some(format!(
+                        "{} physical rows before merge",
+                        String::from_utf8_lossy(&physical).trim()
+                    )),
+                })
+            }
+            Self::S3 {
+                server,
+                delta: false,
+            } => read_objects(server, isolation).await,
+            Self::S3 {
+                server,
+                delta: true,
+            } => {
+                let options = HashMap::from([
+                    ("AWS_ENDPOINT_URL".to_owned(), server.endpoint.clone()),
+                    ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
+                    (
+                        "AWS_SECRET_ACCESS_KEY".to_owned(),
+                        server.secret_key.clone(),
+                    ),
+                    ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
+                    ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
+                ]);
+                let back =
+                    crate::targets::read_delta(&format!("s3://{BUCKET}/{isolation}"), options)
+                        .await?;
+                Ok(Held {
+                    rows: back
+                        .rows
+                        .iter()
+                        .map(|r| (r.id.partition, r.id.offset))
+                        .collect(),
+                    note: back.notes.first().cloned(),
+                })
+            }
+            Self::Http(e) => Ok(Held {
+                rows: e
+                    .stored()
+                    .iter()
+                    .filter(|d| d["pico_topic"] == topic)
+                    .filter_map(|d| {
+                        Some((
+                            d["pico_partition"].as_u64()? as u32,
+                            d["pico_offset"].as_u64()?,
+                        ))
+                    })
+                    .collect(),
+                note: None,
+            }),
+        }
+    }
+
+    /// Stops what was started.
+    pub async fn stop(self) -> Result<(), String> {
+        match self {
+            Self::Postgres(s) => s.stop().await,
+            Self::Clickhouse(s) => s.stop().await,
+            Self::S3 { server, .. } => server.stop().await,
+            Self::Http(_) => Ok(()),
+        }
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn parse_pairs(text: &str) -> Result<Vec<(u32, u64)>, String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (p, o) = l.split_once('\t').ok_or_else(|| format!("bad row {l:?}"))?;
+            Ok((
+                p.parse().map_err(|e| format!("{l:?}: {e}"))?,
+                o.parse().map_err(|e| format!("{l:?}: {e}"))?,
+            ))
+        })
+        .collect()
+}
+
+/// Every record in the objects under `prefix/`.
+async fn read_objects(server: &S3Server, prefix: &str) -> Result<Held, String> {
+    let client = server.client();
+    let mut rows = Vec::new();
+    let mut objects = 0;
+    let mut token: Option<String> = None;
+    loop {
+        let mut req = client
+            .list_objects_v2()
+            .bucket(BUCKET)
+            .prefix(format!("{prefix}/"));
+        if let Some(t) = token.take() {
+            req = req.continuation_token(t);
+        }
+        let page = req.send().await.map_err(|e| format!("LIST: {e:?}"))?;
+        for object in page.contents() {
+            let Some(key) = object.key() else { continue };
+            objects += 1;
+            let body = client
+                .get_object()
+                .bucket(BUCKET)
+                .key(key)
+                .send()
+                .await
+                .map_err(|e| format!("GET {key}: {e:?}"))?
+                .body
+                .collect()
+                .await
+                .map_err(|e| format!("GET {key}: {e}"))?
+                .into_bytes();
+            for line in String::from_utf8_lossy(&body).lines() {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
+                rows.push((
+                    v["pico_partition"].as_u64().unwrap_or(u64::MAX) as u32,
+                    v["pico_offset"].as_u64().unwrap_or(u64::MAX),
+                ));
+            }
+        }
+        match page.next_continuation_token() {
+            Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
+            _ => break,
+        }
+    }
+    Ok(Held {
+        rows,
+        note: Some(format!("{objects} objects")),
+    })
+}

@@ -1,0 +1,563 @@
+//! The runtime's crash suite: the spec's failure matrix against a real broker and real
+//! destinations, with real processes.
+//!
+//! Per sink and case: a topic of 4 partitions on the broker; a producer writing N keyed
+//! records while `pico-kafka` processes (run by a [`supervisor::Supervisor`], which restarts
+//! any process that exits) consume them into the sink through a fault proxy; the case's fault;
+//! then, once the group's committed offsets reach the end of every partition, the processes
+//! drain (SIGTERM) and the destination is read back. The offsets the broker acknowledged to
+//! the producer are the counter outside the runtime: every one must be in the destination.
+//!
+//! Cases: `kill` (SIGKILL at random moments, restarted each time), `panic` (a sink panics
+//! inside `consume`: the process aborts and restarts), `broker` (the broker down ≥ 10 s),
+//! `destination` (the destination unreachable ≥ 10 s), `group` (three processes in one group,
+//! one killed and restarted: rebalances), `flaky` (1 % of requests and 3 % of answers cut for
+//! the whole run).
+
+pub mod destinations;
+pub mod report;
+pub mod supervisor;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pico_conformance::fault::{FaultMode, FaultSwitch, Flaky};
+use pico_conformance::proxy::FaultProxies;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use crate::servers::kafka::Broker;
+use destinations::{CrashDestination, CrashSink};
+use supervisor::{ProcessStats, Supervisor};
+
+/// Partitions of every crash topic.
+pub const PARTITIONS: i32 = 4;
+/// Records per batch of the runtime.
+pub const BATCH_RECORDS: u64 = 200;
+
+/// A failure case of the spec's matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Case {
+    /// The runtime process SIGKILLed at random moments, restarted each time.
+    Kill,
+    /// A sink panics once inside `consume`: the process aborts and is restarted.
+    Panic,
+    /// The broker stopped for at least 10 s, then restarted.
+    Broker,
+    /// The destination unreachable for at least 10 s.
+    Destination,
+    /// Three runtime processes in one group; one killed and restarted (rebalances).
+    Group,
+    /// A random 1 % of requests and 3 % of answers cut for the whole run.
+    Flaky,
+}
+
+impl Case {
+    /// Every case, in report order.
+    pub const ALL: [Case; 6] = [
+        Case::Kill,
+        Case::Panic,
+        Case::Broker,
+        Case::Destination,
+        Case::Group,
+        Case::Flaky,
+    ];
+
+    /// The id on the command line and in the report.
+    pub fn id(self) -> &'static str {
+        match self {
+            Case::Kill => "kill",
+            Case::Panic => "panic",
+            Case::Broker => "broker",
+            Case::Destination => "destination",
+            Case::Group => "group",
+            Case::Flaky => "flaky",
+        }
+    }
+}
+
+/// How large the suite runs: the main job at full size, CI reduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Size {
+    /// Records produced per case.
+    pub records: u64,
+    /// SIGKILLs in the kill case.
+    pub kills: u32,
+    /// Seconds the broker or the destination stays down.
+    pub outage_secs: u64,
+    /// Records produced per second.
+    pub rate: u64,
+}
+
+impl Size {
+    /// The sizes the issue asks for: 20 000 records, 50 kills, 10 s outages.
+    pub const FULL: Size = Size {
+        records: 20_000,
+        kills: 50,
+        outage_secs: 10,
+        rate: 1_000,
+    };
+    /// CI: 4 000 records, 10 kills, the same 10 s outages.
+    pub const REDUCED: Size = Size {
+        records: 4_000,
+        kills: 10,
+        outage_secs: 10,
+        rate: 1_000,
+    };
+}
+
+/// What one case measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseResult {
+    /// The sink.
+    pub sink: CrashSink,
+    /// The case.
+    pub case: Case,
+    /// Records the broker acknowledged to the producer.
+    pub produced: u64,
+    /// Rows visible in the destination.
+    pub read: u64,
+    /// Distinct produced offsets found.
+    pub distinct: u64,
+    /// Produced offsets not in the destination (first few), and how many.
+    pub lost: Vec<String>,
+    /// How many were lost.
+    pub lost_count: u64,
+    /// Visible rows beyond the first copy of each record.
+    pub duplicates: u64,
+    /// Interruptions of a runtime process (kills, aborts, error exits).
+    pub interruptions: u32,
+    /// The duplicate bound for this sink: 0 for keyed sinks, one batch per interruption for
+    /// the others.
+    pub duplicate_bound: u64,
+    /// Processes started, killed, and how they ended.
+    pub processes: ProcessStats,
+    /// Seconds from the first record produced to everything committed.
+    pub seconds: f64,
+    /// Times the group stopped committing for 20 s with records left and every member was
+    /// restarted (a stall, not a loss: the loss check still covers every record).
+    #[serde(default)]
+    pub stalls: u32,
+    /// Whether it passed, or why not.
+    pub verdict: Result<(), String>,
+    /// What else was seen.
+    pub notes: Vec<String>,
+}
+
+/// What a run needs.
+pub struct Bench<'a> {
+    /// The broker.
+    pub broker: &'a mut Broker,
+    /// The destination.
+    pub destination: &'a CrashDestination,
+    /// The runtime binary.
+    pub runtime: &'a Path,
+    /// Where pipeline files and process logs go.
+    pub work: &'a Path,
+    /// The size.
+    pub size: Size,
+}
+
+fn nonce() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{:x}", (nanos as u64) & 0xffff_ffff)
+}
+
+/// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged.
+async fn produce(
+    brokers: String,
+    topic: String,
+    size: Size,
+) -> Result<BTreeSet<(u32, u64)>, String> {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("acks", "all")
+        .set("message.timeout.ms", "120000")
+        .create()
+        .map_err(|e| e.to_string())?;
+    let mut acked = BTreeSet::new();
+    let chunk = (size.rate / 10).max(1);
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while sent < size.records {
+        let end = (sent + chunk).min(size.records);
+        let mut pending = Vec::new();
+        for i in sent..end {
+            let key = format!("meter-{}", i % 97);
+            let value = format!("{{\"i\":{i},\"reading\":{}}}", (i * 7919) % 10_000);
+            let producer = producer.clone();
+            let topic = topic.clone();
+            pending.push(tokio::spawn(async move {
+                producer
+                    .send(
+                        FutureRecord::to(&topic).key(&key).payload(&value),
+                        Duration::from_secs(120),
+                    )
+                    .await
+                    .map_err(|(e, _)| e.to_string())
+            }));
+        }
+        for p in pending {
+            let delivery = p.await.map_err(|e| e.to_string())??;
+            acked.insert((delivery.partition as u32, delivery.offset as u64));
+        }
+        sent = end;
+        let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
+        if let Some(wait) = due.checked_sub(started.elapsed()) {
+            tokio::time::sleep(wait).await;
+        }
+    }
+    Ok(acked)
+}
+
+/// The group's committed offset per partition (0 where none).
+async fn committed(brokers: &str, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
+    let (brokers, group, topic) = (brokers.to_owned(), group.to_owned(), topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", &group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .map_err(|e| e.to_string())?;
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..PARTITIONS {
+            tpl.add_partition(&topic, p);
+        }
+        let committed = consumer
+            .committed_offsets(tpl, Duration::from_secs(5))
+            .map_err(|e| e.to_string())?;
+        Ok((0..PARTITIONS)
+            .map(|p| {
+                let offset = committed
+                    .find_partition(&topic, p)
+                    .map_or(0, |e| match e.offset() {
+                        Offset::Offset(o) => o.max(0) as u64,
+                        _ => 0,
+                    });
+                (p as u32, offset)
+            })
+            .collect())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Session timeout of the runtime's consumers (the pipeline file sets it).
+const SESSION: Duration = Duration::from_secs(6);
+
+/// The pipeline file of a case.
+fn pipeline(brokers: &str, group: &str, topic: &str, sink: &str, chaos: Option<&Path>) -> String {
+    let mut text = format!(
+        "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\nprogress_secs = 5\n\
+         [kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n\"heartbeat.interval.ms\" = \"1000\"\n\
+         \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n{sink}"
+    );
+    if let Some(marker) = chaos {
+        text.push_str(&format!(
+            "\n[chaos]\npanic_once_file = \"{}\"\n",
+            marker.display()
+        ));
+    }
+    text
+}
+
+/// Runs one case and measures it.
+pub async fn run_case(bench: &mut Bench<'_>, sink: CrashSink, case: Case) -> CaseResult {
+    let started = Instant::now();
+    let mut notes = Vec::new();
+    let outcome = run_case_inner(bench, sink, case, &mut notes).await;
+    let seconds = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(mut r) => {
+            r.seconds = seconds;
+            r
+        }
+        Err(e) => CaseResult {
+            sink,
+            case,
+            produced: 0,
+            read: 0,
+            distinct: 0,
+            lost: Vec::new(),
+            lost_count: 0,
+            duplicates: 0,
+            interruptions: 0,
+            duplicate_bound: 0,
+            processes: ProcessStats::default(),
+            seconds,
+            stalls: 0,
+            verdict: Err(e),
+            notes,
+        },
+    }
+}
+
+async fn run_case_inner(
+    bench: &mut Bench<'_>,
+    sink: CrashSink,
+    case: Case,
+    notes: &mut Vec<String>,
+) -> Result<CaseResult, String> {
+    if case == Case::Broker && !bench.broker.can_restart() {
+        return Err("not applicable: an external broker cannot be stopped by the suite".into());
+    }
+    let id = nonce();
+    let topic = format!("crash-{}-{}-{id}", sink.id(), case.id());
+    let isolation = format!("crash-{}-{id}", case.id());
+    let group = format!("pico-crash-{id}");
+    bench.broker.create_topic(&topic, PARTITIONS).await?;
+    let proxies = FaultProxies::default();
+    let proxy = bench.destination.proxy(&proxies).await?;
+    let sink_toml = bench.destination.sink_toml(&isolation, proxy.addr())?;
+    let dir = bench.work.join(format!("{}-{}-{id}", sink.id(), case.id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let marker = dir.join("panicked");
+    let file = dir.join("pipeline.toml");
+    std::fs::write(
+        &file,
+        pipeline(
+            &bench.broker.brokers,
+            &group,
+            &topic,
+            &sink_toml,
+            (case == Case::Panic).then_some(marker.as_path()),
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    if case == Case::Flaky {
+        proxy.set(FaultMode::Flaky(Flaky::SUITE));
+    }
+    let processes = if case == Case::Group { 3 } else { 1 };
+    let supervisor = Supervisor::start(bench.runtime, &file, &dir, processes);
+    let producer = tokio::spawn(produce(
+        bench.broker.brokers.clone(),
+        topic.clone(),
+        bench.size,
+    ));
+    // The case's fault, while the producer writes.
+    match case {
+        Case::Kill => {
+            for _ in 0..bench.size.kills {
+                tokio::time::sleep(Duration::from_millis(200 + fastrand::u64(0..1300))).await;
+                supervisor.kill(0).await;
+            }
+        }
+        Case::Panic | Case::Flaky => {}
+        Case::Broker => {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let down = Instant::now();
+            bench
+                .broker
+                .stop_for(Duration::from_secs(bench.size.outage_secs))
+                .await?;
+            notes.push(format!(
+                "broker down and back in {:.1} s",
+                down.elapsed().as_secs_f64()
+            ));
+        }
+        Case::Destination => {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            proxy.set(FaultMode::Refuse);
+            tokio::time::sleep(Duration::from_secs(bench.size.outage_secs)).await;
+            proxy.set(FaultMode::Pass);
+            notes.push(format!(
+                "destination unreachable {} s ({} connections refused)",
+                bench.size.outage_secs,
+                proxy.stats().refused
+            ));
+        }
+        Case::Group => {
+            // Kept down past the session timeout: the dead member leaves the group before its
+            // replacement joins (tansu 0.6.0 does not rebalance when a dead member expires
+            // while a new one is already in; see the notes of the kill case).
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            supervisor
+                .kill_and_hold(1, SESSION + Duration::from_secs(2))
+                .await;
+        }
+    }
+    let produced = producer.await.map_err(|e| e.to_string())??;
+    let mut ends: BTreeMap<u32, u64> = BTreeMap::new();
+    for (p, o) in &produced {
+        let e = ends.entry(*p).or_default();
+        *e = (*e).max(o + 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
+    let mut done = false;
+    let mut supervisor = supervisor;
+    let mut stats_before = ProcessStats::default();
+    let mut last_move = (BTreeMap::new(), Instant::now());
+    let mut regroups = 0;
+    while Instant::now() < deadline {
+        let now = committed(&bench.broker.brokers, &group, &topic)
+            .await
+            .unwrap_or_default();
+        if ends
+            .iter()
+            .all(|(p, end)| now.get(p).is_some_and(|c| c >= end))
+        {
+            done = true;
+            break;
+        }
+        if now != last_move.0 {
+            last_move = (now, Instant::now());
+        } else if last_move.1.elapsed() > Duration::from_secs(20) && regroups < 3 {
+            // No commit for 20 s with records left: a partition nobody consumes. Seen with
+            // tansu 0.6.0 when a process is restarted before its dead member expired: the
+            // dead member keeps partitions and no new generation follows its expiry. Every
+            // member is restarted after the session timeout so the group forms again; the
+            // loss check still covers every record.
+            let behind: Vec<u32> = ends
+                .iter()
+                .filter(|(p, end)| last_move.0.get(*p).is_none_or(|c| c < *end))
+                .map(|(p, _)| *p)
+                .collect();
+            notes.push(format!(
+                "no commit for 20 s with partitions {behind:?} behind while the live processes \
+                 held partitions {:?} (from their logs): every member restarted after the session \
+                 timeout",
+                held_partitions(&dir, processes)
+            ));
+            regroups += 1;
+            let stats = supervisor.stop(Duration::from_secs(30)).await;
+            stats_before = merge(stats_before, stats);
+            tokio::time::sleep(SESSION + Duration::from_secs(2)).await;
+            supervisor = Supervisor::start(bench.runtime, &file, &dir, processes);
+            last_move.1 = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if case == Case::Flaky {
+        let s = proxy.stats();
+        notes.push(format!(
+            "{} requests and {} answers cut at random",
+            s.requests_cut, s.acks_lost
+        ));
+    }
+    proxy.set(FaultMode::Pass);
+    let stats = merge(stats_before, supervisor.stop(Duration::from_secs(30)).await);
+    if case == Case::Panic {
+        notes.push(format!("panic marker written: {}", marker.exists()));
+    }
+    if !done {
+        notes.push("the group had not committed every partition by the deadline".into());
+    }
+    let held = bench.destination.read(&isolation, &topic).await?;
+    if let Some(n) = held.note {
+        notes.push(n);
+    }
+    proxies.clear().await;
+    let mut result = judge(sink, case, &produced, &held.rows, stats, notes.clone());
+    result.stalls = regroups;
+    Ok(result)
+}
+
+/// The partitions each process slot holds now, from its log: assignments and revocations since
+/// the process last started.
+fn held_partitions(dir: &Path, processes: usize) -> Vec<BTreeSet<i32>> {
+    (0..processes)
+        .map(|slot| {
+            let log = std::fs::read_to_string(dir.join(format!("runtime-{slot}.log")))
+                .unwrap_or_default();
+            let mut held = BTreeSet::new();
+            for line in log.lines() {
+                let partition = || {
+                    line.rsplit("partition=")
+                        .next()
+                        .and_then(|p| p.trim().parse::<i32>().ok())
+                };
+                if line.contains("consuming group=") {
+                    held.clear();
+                } else if line.contains("partition assigned") {
+                    held.extend(partition());
+                } else if line.contains("partition revoked")
+                    && let Some(p) = partition()
+                {
+                    held.remove(&p);
+                }
+            }
+            held
+        })
+        .collect()
+}
+
+/// Counters of two supervisors, added.
+fn merge(mut a: ProcessStats, b: ProcessStats) -> ProcessStats {
+    a.starts += b.starts;
+    a.kills += b.kills;
+    for (word, n) in b.exits {
+        *a.exits.entry(word).or_default() += n;
+    }
+    a
+}
+
+/// Counts and the verdict.
+fn judge(
+    sink: CrashSink,
+    case: Case,
+    produced: &BTreeSet<(u32, u64)>,
+    rows: &[(u32, u64)],
+    processes: ProcessStats,
+    notes: Vec<String>,
+) -> CaseResult {
+    let mut copies: BTreeMap<(u32, u64), u64> = BTreeMap::new();
+    for r in rows {
+        *copies.entry(*r).or_default() += 1;
+    }
+    let lost: Vec<String> = produced
+        .iter()
+        .filter(|k| !copies.contains_key(k))
+        .map(|(p, o)| format!("{p}:{o}"))
+        .collect();
+    let distinct = produced.iter().filter(|k| copies.contains_key(k)).count() as u64;
+    let duplicates: u64 = copies.values().map(|n| n - 1).sum();
+    let interruptions = processes.kills
+        + processes
+            .exits
+            .iter()
+            .filter(|(w, _)| w.as_str() != "exit 0" && w.as_str() != "killed")
+            .map(|(_, n)| *n)
+            .sum::<u32>();
+    // The spec's bound for sinks that cannot dedupe a replay with other batch boundaries: one
+    // batch per interruption (a retry of the same batch after a cut answer reuses its key).
+    let duplicate_bound = if sink.keyed() {
+        0
+    } else {
+        BATCH_RECORDS * u64::from(interruptions)
+    };
+    let verdict = if !lost.is_empty() {
+        Err(format!("{} records lost", lost.len()))
+    } else if duplicates > duplicate_bound {
+        Err(format!(
+            "{duplicates} visible duplicates, above the bound of {duplicate_bound}"
+        ))
+    } else {
+        Ok(())
+    };
+    CaseResult {
+        sink,
+        case,
+        produced: produced.len() as u64,
+        read: rows.len() as u64,
+        distinct,
+        lost_count: lost.len() as u64,
+        lost: lost.into_iter().take(5).collect(),
+        duplicates,
+        interruptions,
+        duplicate_bound,
+        processes,
+        seconds: 0.0,
+        stalls: 0,
+        verdict,
+        notes,
+    }
+}

@@ -1,0 +1,210 @@
+//! [`Supervisor`]: keeps `pico-kafka` processes running as a process supervisor would —
+//! restarting each one whenever it exits — and lets the crash suite kill them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+/// What happened to the processes.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ProcessStats {
+    /// Processes started (first starts and restarts).
+    pub starts: u32,
+    /// SIGKILLs sent by the suite.
+    pub kills: u32,
+    /// How processes ended, by exit code (`killed` for a signal, `abort` for SIGABRT).
+    pub exits: BTreeMap<String, u32>,
+}
+
+#[derive(Default)]
+struct Slot {
+    pid: Option<u32>,
+    /// Restart no earlier than this (a process kept down on purpose).
+    hold_until: Option<std::time::Instant>,
+}
+
+struct Inner {
+    slots: Vec<Mutex<Slot>>,
+    stats: Mutex<ProcessStats>,
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A set of supervised runtime processes sharing one pipeline file.
+pub struct Supervisor {
+    inner: Arc<Inner>,
+    loops: Vec<JoinHandle<()>>,
+}
+
+/// The `pico-kafka` binary: `PICO_KAFKA_BIN`, else beside this executable.
+pub fn runtime_binary() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("PICO_KAFKA_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let beside = exe
+        .parent()
+        .map(|d| {
+            // Test binaries live in deps/, the binaries one level up.
+            if d.ends_with("deps") {
+                d.join("..").join("pico-kafka")
+            } else {
+                d.join("pico-kafka")
+            }
+        })
+        .ok_or("no directory for the runtime binary")?;
+    if beside.is_file() {
+        Ok(beside)
+    } else {
+        Err(format!(
+            "no pico-kafka binary at {}: build it (cargo build -p pico-kafka --features \
+             postgres,clickhouse,s3,delta) or set PICO_KAFKA_BIN",
+            beside.display()
+        ))
+    }
+}
+
+fn exit_word(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(9)) => "killed".into(),
+        (None, Some(6)) => "abort".into(),
+        (None, Some(s)) => format!("signal {s}"),
+        (None, None) => "unknown".into(),
+    }
+}
+
+impl Supervisor {
+    /// Starts `count` processes running `pipeline`, logs in `logs`.
+    pub fn start(bin: &Path, pipeline: &Path, logs: &Path, count: usize) -> Self {
+        let inner = Arc::new(Inner {
+            slots: (0..count).map(|_| Mutex::new(Slot::default())).collect(),
+            stats: Mutex::new(ProcessStats::default()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+        });
+        let loops = (0..count)
+            .map(|slot| {
+                let inner = inner.clone();
+                let bin = bin.to_owned();
+                let pipeline = pipeline.to_owned();
+                let log = logs.join(format!("runtime-{slot}.log"));
+                tokio::spawn(async move { keep_running(inner, slot, bin, pipeline, log).await })
+            })
+            .collect();
+        Self { inner, loops }
+    }
+
+    /// SIGKILLs the process in `slot` (the supervisor restarts it). Whether one was running.
+    pub async fn kill(&self, slot: usize) -> bool {
+        let pid = lock(&self.inner.slots[slot]).pid;
+        let Some(pid) = pid else { return false };
+        let sent = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .await
+            .is_ok_and(|s| s.success());
+        if sent {
+            lock(&self.inner.stats).kills += 1;
+        }
+        sent
+    }
+
+    /// SIGKILLs the process in `slot` and keeps it down for `hold` before the restart.
+    pub async fn kill_and_hold(&self, slot: usize, hold: Duration) -> bool {
+        lock(&self.inner.slots[slot]).hold_until = Some(std::time::Instant::now() + hold);
+        self.kill(slot).await
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> ProcessStats {
+        lock(&self.inner.stats).clone()
+    }
+
+    /// Stops supervising: SIGTERM to every process (they drain and commit), SIGKILL after
+    /// `grace`.
+    pub async fn stop(self, grace: Duration) -> ProcessStats {
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for slot in &self.inner.slots {
+            let pid = lock(slot).pid;
+            if let Some(pid) = pid {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status()
+                    .await;
+            }
+        }
+        for l in self.loops {
+            let abort = l.abort_handle();
+            if tokio::time::timeout(grace, l).await.is_err() {
+                abort.abort();
+            }
+        }
+        lock(&self.inner.stats).clone()
+    }
+}
+
+async fn keep_running(
+    inner: Arc<Inner>,
+    slot: usize,
+    bin: PathBuf,
+    pipeline: PathBuf,
+    log: PathBuf,
+) {
+    use std::sync::atomic::Ordering;
+    while !inner.stopping.load(Ordering::SeqCst) {
+        let child = spawn(&bin, &pipeline, &log);
+        let mut child: Child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(slot, error = %e, "cannot start the runtime");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        lock(&inner.slots[slot]).pid = child.id();
+        lock(&inner.stats).starts += 1;
+        let status = child.wait().await;
+        lock(&inner.slots[slot]).pid = None;
+        let word = status.map(exit_word).unwrap_or_else(|e| e.to_string());
+        *lock(&inner.stats).exits.entry(word).or_default() += 1;
+        if !inner.stopping.load(Ordering::SeqCst) {
+            // A supervisor's restart delay, or the hold the suite asked for.
+            let hold = lock(&inner.slots[slot])
+                .hold_until
+                .take()
+                .and_then(|t| t.checked_duration_since(std::time::Instant::now()));
+            tokio::time::sleep(hold.unwrap_or(Duration::from_millis(200))).await;
+        }
+    }
+}
+
+fn spawn(bin: &Path, pipeline: &Path, log: &Path) -> Result<Child, String> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| e.to_string())?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    Command::new(bin)
+        .arg("run")
+        .arg(pipeline)
+        .env("RUST_LOG", "info,rdkafka=warn")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))
+}
