@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
-# The main job: run the conformance suite against every destination that can be provided on this
-# machine, print the duplicate-behaviour table, and write docs/duplicate-behaviour.{md,json}.
-# Extra arguments go to `pico-conformance run` (e.g. --sink stdout --scenario lost-ack).
+# The main job: every long suite against real servers, each writing its generated report.
+#   1. the conformance suite on every destination this machine can provide
+#      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README;
+#   2. the crash suite: pico-kafka killed, panicked and cut off against a real Kafka-protocol
+#      broker -> docs/crash-suite.{json,md};
+#   3. the benchmarks, each sink beside its raw bulk path -> docs/benchmarks.{json,md,svg}.
+# `--reduced` runs all three at the smaller size CI uses; `--no-write` writes nothing to docs/
+# (the benchmark report then goes to a temporary directory). Any other argument selects part of
+# the conformance suite (`--sink stdout --scenario lost-ack`) and skips the other two.
+# Fails when any suite fails (loss, a contradicted claim, a crash case over its bound).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
+
+size=() write=() subset=()
+for arg in "$@"; do
+  case "$arg" in
+    --reduced) size=(--reduced) ;;
+    --no-write) write=(--no-write) ;;
+    *) subset+=("$arg") ;;
+  esac
+done
+
 # The first build compiles every client crate (10-25 minutes on 2 cores): cargo shows its
-# progress here instead of a silent `cargo run -q`.
+# progress here.
 echo "building the conformance suite (first build: 10-25 minutes)..." >&2
 cargo build -p pico-suite --bin pico-conformance
-exec "$CARGO_TARGET_DIR/debug/pico-conformance" run "$@"
+failed=()
+"$CARGO_TARGET_DIR/debug/pico-conformance" run "${size[@]}" "${write[@]}" "${subset[@]}" ||
+  failed+=(conformance)
+if [ ${#subset[@]} -eq 0 ]; then
+  bash scripts/crash-suite.sh "${size[@]}" "${write[@]}" || failed+=(crash)
+  out=docs
+  [ ${#write[@]} -eq 0 ] || out=$(mktemp -d)
+  bash scripts/bench.sh all "${size[@]}" --out "$out" || failed+=(benchmarks)
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "main job FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "main job passed"

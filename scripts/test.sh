@@ -9,6 +9,8 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
+# setup.sh installed chromium: the HTML report's browser test may not skip.
+export PICO_REQUIRE_BROWSER=1
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast --failure-output final "$@"

@@ -46,3 +46,8 @@ pub use encodings::{
 pub use error::IdentityError;
 pub use namespace::{Namespace, Scope};
 pub use record_id::RecordId;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

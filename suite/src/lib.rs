@@ -7,6 +7,7 @@
 //! implement [`pico_conformance::target::Destination`]. Adding a sink means adding its crate and
 //! one file under `targets/`.
 
+pub mod bench;
 pub mod crash;
 pub mod images;
 pub mod provide;

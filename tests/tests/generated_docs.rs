@@ -2,7 +2,10 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
-use pico_conformance::report::{Report, TargetStatus, render_markdown};
+use pico_conformance::report::{
+    Report, TargetStatus, render_crate_verdicts, render_html, render_markdown, short_verdict,
+    splice_verdicts,
+};
 use pico_conformance::runner::{self, RunOptions, Silent};
 use pico_conformance::scenarios::SuiteSize;
 use pico_sink::Scenario;
@@ -23,6 +26,80 @@ fn markdown_is_rendered_from_the_json_and_never_edited() {
         render_markdown(&committed()),
         "docs/duplicate-behaviour.md differs from what its JSON renders: regenerate with `./scripts/main-job.sh` (or `cargo run -p pico-suite -- render`)"
     );
+}
+
+#[test]
+fn html_is_rendered_from_the_json() {
+    let html =
+        std::fs::read_to_string(workspace_root().join("docs/duplicate-behaviour.html")).unwrap();
+    assert_eq!(
+        html,
+        render_html(&committed()),
+        "docs/duplicate-behaviour.html differs from what its JSON renders: run `cargo run -p pico-suite -- render`"
+    );
+}
+
+#[test]
+fn summary_cells_are_short() {
+    let report = committed();
+    let mut cells = 0;
+    for t in &report.targets {
+        for s in &t.scenarios {
+            let cell = short_verdict(s);
+            assert!(
+                cell.chars().count() <= 40,
+                "{}/{}: {cell:?} is longer than 40 characters",
+                t.target,
+                s.scenario.id()
+            );
+            cells += 1;
+        }
+    }
+    assert!(cells > 50, "only {cells} cells");
+    // The Markdown summary itself: every cell of its table is short.
+    let md = render_markdown(&report);
+    let summary = md
+        .split("## Summary")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    for line in summary.lines().filter(|l| l.starts_with("| ")) {
+        for cell in line.split(" | ") {
+            let cell = cell.trim_matches(|c| c == '|' || c == ' ');
+            assert!(cell.chars().count() <= 40, "summary cell {cell:?}");
+        }
+    }
+}
+
+#[test]
+fn every_sink_readme_quotes_its_generated_verdicts() {
+    let report = committed();
+    for name in sink_crates() {
+        let short = name.strip_prefix("pico-sink-").unwrap();
+        let path = workspace_root().join("sinks").join(short).join("README.md");
+        let readme = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{name} has no README ({}): {e}", path.display()));
+        let fresh = splice_verdicts(&readme, &render_crate_verdicts(&report, &name))
+            .unwrap_or_else(|| panic!("{} has no generated verdict block", path.display()));
+        assert_eq!(
+            readme,
+            fresh,
+            "{}: the verdict block is stale; run `cargo run -p pico-suite -- render`",
+            path.display()
+        );
+        for heading in [
+            "## Mechanism",
+            "## What the destination must provide",
+            "## What a replay becomes",
+            "## What it refuses",
+            "## Example",
+        ] {
+            assert!(
+                readme.contains(heading),
+                "{name}'s README lacks {heading:?}"
+            );
+        }
+    }
 }
 
 #[test]

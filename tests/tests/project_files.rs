@@ -84,3 +84,58 @@ fn each_sink_crate_builds_without_other_sinks_clients() {
         }
     }
 }
+
+/// Workspace members, from the root manifest's `members` list.
+fn members() -> Vec<String> {
+    let root = read("Cargo.toml");
+    let list = root
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap();
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_owned())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+#[test]
+fn every_publishable_crate_is_ready_for_crates_io() {
+    let members = members();
+    assert!(members.len() > 20, "{members:?}");
+    let mut publishable = 0;
+    for dir in members {
+        let manifest = read(&format!("{dir}/Cargo.toml"));
+        if manifest.contains("publish = false") {
+            continue;
+        }
+        publishable += 1;
+        for field in [
+            "description = ",
+            "license.workspace = true",
+            "rust-version.workspace = true",
+            "documentation = \"https://docs.rs/",
+            "readme = \"README.md\"",
+            "keywords = ",
+            "categories = ",
+            "[package.metadata.docs.rs]",
+        ] {
+            assert!(manifest.contains(field), "{dir}/Cargo.toml lacks {field:?}");
+        }
+        assert!(
+            !manifest.contains("repository"),
+            "{dir}: no repository exists to name"
+        );
+        for file in ["README.md", "LICENSE-MIT", "LICENSE-APACHE"] {
+            let path = workspace_root().join(&dir).join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(text.len() > 200, "{} is nearly empty", path.display());
+        }
+    }
+    assert!(publishable >= 20, "{publishable} publishable crates");
+    let root = read("Cargo.toml");
+    assert!(root.contains("license = \"MIT OR Apache-2.0\""));
+    assert!(read("README.md").contains("Minimum Rust: 1.95"));
+    assert!(root.contains("rust-version = \"1.95\""));
+}

@@ -125,6 +125,11 @@ pub struct RetrySettings {
     pub initial_backoff_ms: u64,
     /// Longest backoff, ms.
     pub max_backoff_ms: u64,
+    /// How long a refused offset commit is retried (same backoff) before the pipeline stops
+    /// with an error (exit code 2) and resumes, restarted, from the committed offset. The
+    /// partition delivers nothing else meanwhile, so a broker outage repeats at most the one
+    /// batch whose commit did not arrive.
+    pub commit_timeout_ms: u64,
 }
 
 impl Default for RetrySettings {
@@ -133,6 +138,7 @@ impl Default for RetrySettings {
             max_attempts: 5,
             initial_backoff_ms: 200,
             max_backoff_ms: 5_000,
+            commit_timeout_ms: 120_000,
         }
     }
 }
@@ -144,6 +150,11 @@ impl RetrySettings {
             Duration::from_millis(self.initial_backoff_ms),
             Duration::from_millis(self.max_backoff_ms),
         )
+    }
+
+    /// How long a refused offset commit is retried.
+    pub fn commit_timeout(&self) -> Duration {
+        Duration::from_millis(self.commit_timeout_ms)
     }
 }
 

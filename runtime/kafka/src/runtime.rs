@@ -3,9 +3,10 @@
 //! group offset committed only after the sink confirmed.
 //!
 //! * **Commit**: a worker commits synchronously after its batch was confirmed, never past the
-//!   oldest record read and not confirmed ([`Progress`]). A commit the broker refuses (a
-//!   rebalance in progress) is logged and left to the next one: the data is written, and
-//!   whoever owns the partition next redelivers at worst the batch.
+//!   oldest record read and not confirmed ([`Progress`]). A commit the broker refuses (broker
+//!   down, rebalance in progress) is retried with backoff before the partition delivers
+//!   anything else, for up to `retry.commit_timeout_ms`; whoever owns the partition next
+//!   redelivers at worst that one batch.
 //! * **Rebalance**: on revoke, the partition's worker is aborted (dropping a `consume` future
 //!   is safe by the sink contract) and its buffer dropped; nothing past what was confirmed is
 //!   committed. On assign, librdkafka resumes from the committed offset.
@@ -192,6 +193,7 @@ fn to_record(m: &BorrowedMessage<'_>) -> Record {
 struct WorkerKit {
     sink: Arc<dyn Sink>,
     policy: pico_sink::RetryPolicy,
+    commit_timeout: Duration,
     consumer: Arc<Kafka>,
     shared: Arc<Shared>,
     dlq: Option<(Arc<FutureProducer>, String)>,
@@ -218,22 +220,41 @@ impl DriverHooks for PartitionHooks {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&self.tp.0, self.tp.1, Offset::Offset(offset as i64))
             .map_err(|e| e.to_string())?;
-        let consumer = self.kit.consumer.clone();
-        let committed =
-            tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await;
-        match committed {
-            Ok(Ok(())) => {
-                if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
-                    p.committed(offset);
-                }
-                debug!(batch = %batch, offset, "committed");
+        // A refused commit is retried before this partition delivers anything else: what the
+        // sink wrote and the group does not know about stays one batch. A revoked partition's
+        // worker is aborted meanwhile; one that keeps failing past the timeout stops the
+        // pipeline, which restarts from the committed offset.
+        let started = Instant::now();
+        let mut failures = 0;
+        loop {
+            let consumer = self.kit.consumer.clone();
+            let list = tpl.clone();
+            let error =
+                match tokio::task::spawn_blocking(move || consumer.commit(&list, CommitMode::Sync))
+                    .await
+                {
+                    Ok(Ok(())) => break,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(e) => format!("the commit task failed: {e}"),
+                };
+            failures += 1;
+            if started.elapsed() >= self.kit.commit_timeout {
+                return Err(format!(
+                    "offset {offset} of {}:{} not committed after {failures} attempts in {:?}: \
+                     {error}",
+                    self.tp.0,
+                    self.tp.1,
+                    started.elapsed()
+                ));
             }
-            // The batch is written; the next commit (or the next owner) covers it.
-            Ok(Err(e)) => {
-                warn!(batch = %batch, offset, error = %e, "offset commit refused; left to the next commit")
-            }
-            Err(e) => warn!(batch = %batch, error = %e, "offset commit task failed"),
+            let delay = self.kit.policy.backoff(failures);
+            warn!(batch = %batch, offset, error = %error, ?delay, "offset commit refused; retrying before the next batch");
+            tokio::time::sleep(delay).await;
         }
+        if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
+            p.committed(offset);
+        }
+        debug!(batch = %batch, offset, attempts = failures + 1, "committed");
         Ok(())
     }
 
@@ -358,6 +379,7 @@ pub async fn run(
     let kit = WorkerKit {
         sink,
         policy: pipeline.retry.policy(),
+        commit_timeout: pipeline.retry.commit_timeout(),
         consumer: consumer.clone(),
         shared: shared.clone(),
         dlq,

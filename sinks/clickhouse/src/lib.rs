@@ -44,3 +44,8 @@ mod tsv;
 pub use config::ClickHouseSinkConfig;
 pub use sink::ClickHouseSink;
 pub use tsv::{escape, unescape_field};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

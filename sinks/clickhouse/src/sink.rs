@@ -291,15 +291,32 @@ impl ClickHouseSink {
         })
     }
 
+    /// Inserts every record of `batch` as one plain RowBinary block of the fixed columns, with
+    /// no watermark read and no deduplication token: the raw insert through the same client
+    /// that benchmarks compare the sink with. A replay through it duplicates (until a merge);
+    /// do not use it to deliver.
+    pub async fn insert_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
+        let topic = self.config.scope.qualified_topic(batch.topic());
+        let records: Vec<&Record> = batch.records().iter().collect();
+        self.insert_fixed(&topic, &records, None)
+            .await
+            .map_err(|f| f.error)
+    }
+
     /// One block of the fixed columns in RowBinary.
-    async fn insert_fixed(&self, topic: &str, part: &[&Record]) -> Result<(), Failed> {
+    async fn insert_fixed(
+        &self,
+        topic: &str,
+        part: &[&Record],
+        token: Option<String>,
+    ) -> Result<(), Failed> {
         let table = self.config.qualified();
         let mut insert = self
             .client
             .insert_unescaped::<Stored<'_>>(&table)
             .await
             .map_err(|e| classify(e, "INSERT"))?;
-        if let Some(token) = self.token(part) {
+        if let Some(token) = token {
             insert = insert.with_setting("insert_deduplication_token", token);
         }
         for r in part {
@@ -423,7 +440,8 @@ impl Sink for ClickHouseSink {
             let part = &ready[start..end];
             let sent = if self.config.mapped_columns.is_empty() {
                 let records: Vec<&Record> = part.iter().map(|(r, _)| *r).collect();
-                self.insert_fixed(&topic, &records).await
+                self.insert_fixed(&topic, &records, self.token(&records))
+                    .await
             } else {
                 self.insert_mapped(&topic, part).await
             };

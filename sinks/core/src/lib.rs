@@ -42,3 +42,8 @@ pub use pico_identity as identity;
 pub use record::{Header, Record};
 pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url};
 pub use sink::{Outcome, Sink, WriteReport};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

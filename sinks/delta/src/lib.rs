@@ -45,3 +45,8 @@ mod sink;
 
 pub use config::DeltaSinkConfig;
 pub use sink::{DeltaSink, app_id};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

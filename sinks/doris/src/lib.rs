@@ -37,3 +37,8 @@ mod sql;
 
 pub use config::DorisSinkConfig;
 pub use sink::DorisSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -34,3 +34,8 @@ mod sink;
 
 pub use config::{ElasticsearchSinkConfig, IndexMode, Refresh};
 pub use sink::ElasticsearchSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -39,3 +39,8 @@ mod sink;
 
 pub use config::{BodyFormat, HttpSinkConfig};
 pub use sink::HttpSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

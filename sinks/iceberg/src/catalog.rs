@@ -1,73 +1,15 @@
-//! Catalogs: the SQLite-backed SQL catalog, and the pinned view commits go through.
+//! The pinned catalog view commits go through.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use iceberg::io::{LocalFsStorageFactory, StorageFactory};
 use iceberg::table::Table;
 use iceberg::{
-    Catalog, CatalogBuilder, Error, ErrorKind, Namespace, NamespaceIdent, Result, TableCommit,
-    TableCreation, TableIdent,
+    Catalog, Error, ErrorKind, Namespace, NamespaceIdent, Result, TableCommit, TableCreation,
+    TableIdent,
 };
-use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
-use iceberg_storage_opendal::OpenDalStorageFactory;
-use pico_sink::SinkError;
-
-/// The SQL catalog on the SQLite database at `path` (created if missing), with its warehouse
-/// in the local directory `warehouse`.
-pub async fn sqlite_catalog(
-    path: &str,
-    warehouse: &str,
-) -> std::result::Result<Arc<dyn Catalog>, SinkError> {
-    std::fs::create_dir_all(warehouse).map_err(|e| {
-        SinkError::fatal(format!(
-            "cannot create the warehouse directory {warehouse}: {e}"
-        ))
-    })?;
-    open_sql_catalog(
-        path,
-        warehouse,
-        Arc::new(LocalFsStorageFactory),
-        HashMap::new(),
-    )
-    .await
-}
-
-/// The SQL catalog on the SQLite database at `path`, with its warehouse on S3 at `location`
-/// (`s3://bucket/prefix`). `properties` are Iceberg's S3 properties: `s3.endpoint`,
-/// `s3.access-key-id`, `s3.secret-access-key`, `s3.region`, `s3.path-style-access`, …
-pub async fn sqlite_catalog_s3(
-    path: &str,
-    location: &str,
-    properties: HashMap<String, String>,
-) -> std::result::Result<Arc<dyn Catalog>, SinkError> {
-    let factory = OpenDalStorageFactory::S3 {
-        customized_credential_load: None,
-    };
-    open_sql_catalog(path, location, Arc::new(factory), properties).await
-}
-
-async fn open_sql_catalog(
-    path: &str,
-    warehouse: &str,
-    storage: Arc<dyn StorageFactory>,
-    properties: HashMap<String, String>,
-) -> std::result::Result<Arc<dyn Catalog>, SinkError> {
-    let mut props = HashMap::from([
-        ("uri".to_owned(), format!("sqlite:{path}?mode=rwc")),
-        ("warehouse".to_owned(), warehouse.to_owned()),
-        ("sql_bind_style".to_owned(), SqlBindStyle::QMark.to_string()),
-    ]);
-    props.extend(properties);
-    let catalog = SqlCatalogBuilder::default()
-        .with_storage_factory(storage)
-        .load("pico", props)
-        .await
-        .map_err(|e| SinkError::fatal(format!("cannot open the SQLite catalog {path}: {e}")))?;
-    Ok(Arc::new(catalog))
-}
 
 /// A view of a catalog whose `load_table` returns the table as the sink read it, so that a
 /// transaction's commit carries requirements on exactly that snapshot instead of being

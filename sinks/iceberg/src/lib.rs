@@ -31,9 +31,11 @@
 //! at-least-once runtime (it commits an offset only after `consume` returned).
 //!
 //! # Catalogs
-//! [`IcebergSink::sqlite`] opens the SQL catalog on a SQLite file with a warehouse on the local
-//! filesystem ([`sqlite_catalog_s3`]: on S3, through OpenDAL); [`IcebergSink::with_catalog`] takes any [`iceberg::Catalog`] (REST, Glue, …) —
-//! the pinned-table view works with any catalog that checks commit requirements. The table is
+//! [`IcebergSink::with_catalog`] takes any [`iceberg::Catalog`] (REST, Glue, …) — the
+//! pinned-table view works with any catalog that checks commit requirements. With the feature
+//! `sql-catalog`, `IcebergSink::sqlite` opens the SQL catalog on a SQLite file with a warehouse
+//! on the local filesystem; with `s3`, `sqlite_catalog_s3` puts the warehouse on S3 through
+//! OpenDAL. The table is
 //! created when missing with the columns `pico_topic`, `pico_partition`, `pico_offset`,
 //! `key`, `value` (binary: any payload), `headers` (JSON text), `timestamp_ms`; offsets above
 //! `i64::MAX` are rejected (Iceberg `long`).
@@ -43,12 +45,22 @@ mod config;
 mod readback;
 mod rows;
 mod sink;
+#[cfg(feature = "sql-catalog")]
+mod sql_catalog;
 mod watermark;
 
-pub use catalog::{sqlite_catalog, sqlite_catalog_s3};
 pub use config::IcebergSinkConfig;
 pub use iceberg::{Catalog, TableIdent};
 pub use readback::{StoredRow, TableContents, read_table, table_stats};
 pub use rows::{COLUMNS, table_schema};
 pub use sink::IcebergSink;
+#[cfg(feature = "sql-catalog")]
+pub use sql_catalog::sqlite_catalog;
+#[cfg(feature = "s3")]
+pub use sql_catalog::sqlite_catalog_s3;
 pub use watermark::{WATERMARK_PROPERTY, watermarks};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -23,7 +23,7 @@ use pico_sink::{
 };
 use tracing::debug;
 
-use crate::catalog::{PinnedCatalog, sqlite_catalog};
+use crate::catalog::PinnedCatalog;
 use crate::config::IcebergSinkConfig;
 use crate::rows::{check, table_schema, to_arrow};
 use crate::watermark::{WATERMARK_PROPERTY, watermarks};
@@ -76,13 +76,17 @@ impl IcebergSink {
     }
 
     /// A sink on the SQL catalog in the SQLite file `catalog_path`, warehouse in the local
-    /// directory `warehouse`.
+    /// directory `warehouse` (feature `sql-catalog`).
+    #[cfg(feature = "sql-catalog")]
     pub async fn sqlite(
         catalog_path: &str,
         warehouse: &str,
         config: IcebergSinkConfig,
     ) -> Result<Self, SinkError> {
-        Self::with_catalog(sqlite_catalog(catalog_path, warehouse).await?, config)
+        Self::with_catalog(
+            crate::sql_catalog::sqlite_catalog(catalog_path, warehouse).await?,
+            config,
+        )
     }
 
     /// The catalog.
@@ -283,6 +287,7 @@ impl Sink for IcebergSink {
 }
 
 #[cfg(test)]
+#[cfg(feature = "sql-catalog")]
 mod tests {
     use super::*;
     use pico_sink::identity::RecordId;

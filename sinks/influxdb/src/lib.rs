@@ -39,3 +39,8 @@ mod sink;
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};
 pub use line::{OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
 pub use sink::InfluxSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -39,3 +39,8 @@ mod task;
 
 pub use config::MeilisearchSinkConfig;
 pub use sink::MeilisearchSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -28,3 +28,8 @@ mod sink;
 
 pub use config::MongoSinkConfig;
 pub use sink::MongoSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

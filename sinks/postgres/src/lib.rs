@@ -1,8 +1,10 @@
 //! A Postgres sink that makes replays invisible.
 //!
 //! Every record lands in a row keyed by `PRIMARY KEY (pico_topic, pico_partition, pico_offset)`.
-//! Each batch is one transaction. One index probe asks whether any row of the batch's offset
-//! range is already there; if none is (a first write), the rows are binary-`COPY`ed straight
+//! Each batch is one transaction. One index probe reads `count(*)` and the sum of the
+//! `pico_digest` column (a 64-bit digest of each record's content) over the batch's offset
+//! range. If the table holds exactly the batch (an exact replay), nothing is written and the
+//! batch is reported as already present. If no row is there (a first write), the rows are binary-`COPY`ed straight
 //! into the table inside a savepoint. Otherwise (a replay), or if a concurrent writer inserts
 //! one of those keys meanwhile (the COPY then fails with a unique violation and the savepoint is
 //! rolled back), the rows are staged — binary `COPY` into a temporary table for large batches,
@@ -20,6 +22,7 @@
 //!   key bytea, value jsonb,            -- or bytea (ValueColumn::Bytea)
 //!   headers jsonb, ts timestamptz,
 //!   -- mapped columns, one per MappedColumn
+//!   pico_digest bigint,                -- tables without it: replays take the upsert path
 //!   PRIMARY KEY (pico_topic, pico_partition, pico_offset));
 //! ```
 //!
@@ -43,3 +46,8 @@ pub use write::RawJsonb;
 pub use config::{PostgresSinkConfig, ValueColumn};
 pub use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
 pub use sink::PostgresSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -44,3 +44,8 @@ mod sink;
 
 pub use config::{Commit, QuickwitSinkConfig};
 pub use sink::QuickwitSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -48,3 +48,8 @@ mod write;
 pub use config::{Dialect, RedshiftSinkConfig, UpsertStrategy};
 pub use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
 pub use sink::RedshiftSink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

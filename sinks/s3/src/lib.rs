@@ -34,3 +34,8 @@ mod sink;
 
 pub use config::{S3SinkConfig, extension};
 pub use sink::S3Sink;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

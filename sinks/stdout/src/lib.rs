@@ -121,3 +121,8 @@ impl<W: Write + Send> Sink for StdoutSink<W> {
         .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -5,9 +5,10 @@
 //! transaction per batch. A replay (same batch, other boundaries, a second writer) upserts the
 //! same ids: no visible duplicate, and a batch is either all in or not at all.
 //!
-//! Works with remote servers (`ws://`, `wss://`) and the embedded in-memory engine (`mem://`,
-//! the real SurrealDB engine in-process). For an embedded store shared by several sinks, build
-//! one client and pass clones to [`SurrealSink::with_client`].
+//! Works with remote servers (`ws://`, `wss://`) and, with the feature `embedded`, the
+//! in-memory engine (`mem://`, the real SurrealDB engine in-process; without the feature a
+//! `mem://` URL is refused as `Fatal`). For an embedded store shared by several sinks, build one
+//! client and pass clones to [`SurrealSink::with_client`].
 //!
 //! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `key`, `value`,
 //! `headers` and `timestamp_ms`; payloads are stored as `{json: …}`, `{text: …}` or
@@ -17,3 +18,8 @@
 mod sink;
 
 pub use sink::{SurrealSink, SurrealSinkConfig};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -16,7 +16,7 @@ use tracing::debug;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SurrealSinkConfig {
-    /// `ws://host:8000`, `wss://…`, or `mem://` for the embedded engine.
+    /// `ws://host:8000`, `wss://…`, or `mem://` for the embedded engine (feature `embedded`).
     pub url: String,
     /// Namespace (SurrealDB's).
     pub namespace: String,
@@ -110,6 +110,12 @@ impl SurrealSink {
         let db = match &self.given {
             Some(db) => db.clone(),
             None => {
+                if !cfg!(feature = "embedded") && self.config.url.starts_with("mem://") {
+                    return Err(SinkError::fatal(
+                        "mem:// needs the embedded engine: enable the feature `embedded` of \
+                         pico-sink-surrealdb, or connect to a server (ws:// or wss://)",
+                    ));
+                }
                 let db = surrealdb::engine::any::connect(self.config.url.as_str())
                     .await
                     .map_err(|e| error(e, "connecting"))?;

@@ -8,7 +8,10 @@ use std::sync::Mutex;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use pico_conformance::provider::ProviderKind;
-use pico_conformance::report::{Report, ScenarioReport, TargetStatus, Verdict, render_markdown};
+use pico_conformance::report::{
+    Report, ScenarioReport, TargetStatus, Verdict, render_crate_verdicts, render_html,
+    render_markdown, splice_verdicts,
+};
 use pico_conformance::runner::{self, Progress, RunOptions};
 use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
 use pico_sink::Scenario;
@@ -142,9 +145,38 @@ fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
     let json_path = dir.join("duplicate-behaviour.json");
     std::fs::write(&json_path, json)
         .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
-    let md_path = dir.join("duplicate-behaviour.md");
-    std::fs::write(&md_path, render_markdown(report))
-        .map_err(|e| format!("writing {}: {e}", md_path.display()))
+    for (name, text) in [
+        ("duplicate-behaviour.md", render_markdown(report)),
+        ("duplicate-behaviour.html", render_html(report)),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    // The sink crates' READMEs quote their rows: rewrite their generated blocks beside docs/.
+    let Some(root) = dir.parent() else {
+        return Ok(());
+    };
+    let mut crates: Vec<&str> = report
+        .targets
+        .iter()
+        .map(|t| t.sink_crate.as_str())
+        .collect();
+    crates.sort_unstable();
+    crates.dedup();
+    for name in crates {
+        let Some(short) = name.strip_prefix("pico-sink-") else {
+            continue;
+        };
+        let path = root.join("sinks").join(short).join("README.md");
+        let Ok(readme) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if let Some(updated) = splice_verdicts(&readme, &render_crate_verdicts(report, name)) {
+            std::fs::write(&path, updated)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn parse_scenarios(ids: &[String]) -> Result<Vec<Scenario>, String> {
@@ -247,6 +279,7 @@ fn main() -> ExitCode {
                     )
                 }),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

@@ -130,10 +130,12 @@ pub struct CaseResult {
     pub lost_count: u64,
     /// Visible rows beyond the first copy of each record.
     pub duplicates: u64,
-    /// Interruptions of a runtime process (kills, aborts, error exits).
+    /// Interruptions: runtime processes killed, aborted or exited with an error, broker
+    /// outages, and stall restarts. Each may make every partition's next owner redeliver the
+    /// batch whose commit did not arrive.
     pub interruptions: u32,
-    /// The duplicate bound for this sink: 0 for keyed sinks, one batch per interruption for
-    /// the others.
+    /// The duplicate bound for this sink: 0 for keyed sinks, one batch per partition per
+    /// interruption for the others.
     pub duplicate_bound: u64,
     /// Processes started, killed, and how they ended.
     pub processes: ProcessStats,
@@ -219,7 +221,11 @@ async fn produce(
 }
 
 /// The group's committed offset per partition (0 where none).
-async fn committed(brokers: &str, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
+pub(crate) async fn committed(
+    brokers: &str,
+    group: &str,
+    topic: &str,
+) -> Result<BTreeMap<u32, u64>, String> {
     let (brokers, group, topic) = (brokers.to_owned(), group.to_owned(), topic.to_owned());
     tokio::task::spawn_blocking(move || {
         let consumer: BaseConsumer = ClientConfig::new()
@@ -456,7 +462,14 @@ async fn run_case_inner(
         notes.push(n);
     }
     proxies.clear().await;
-    let mut result = judge(sink, case, &produced, &held.rows, stats, notes.clone());
+    let mut result = judge(
+        (sink, case),
+        &produced,
+        &held.rows,
+        stats,
+        regroups,
+        notes.clone(),
+    );
     result.stalls = regroups;
     Ok(result)
 }
@@ -502,11 +515,11 @@ fn merge(mut a: ProcessStats, b: ProcessStats) -> ProcessStats {
 
 /// Counts and the verdict.
 fn judge(
-    sink: CrashSink,
-    case: Case,
+    (sink, case): (CrashSink, Case),
     produced: &BTreeSet<(u32, u64)>,
     rows: &[(u32, u64)],
     processes: ProcessStats,
+    regroups: u32,
     notes: Vec<String>,
 ) -> CaseResult {
     let mut copies: BTreeMap<(u32, u64), u64> = BTreeMap::new();
@@ -520,7 +533,9 @@ fn judge(
         .collect();
     let distinct = produced.iter().filter(|k| copies.contains_key(k)).count() as u64;
     let duplicates: u64 = copies.values().map(|n| n - 1).sum();
-    let interruptions = processes.kills
+    let interruptions = u32::from(case == Case::Broker)
+        + regroups
+        + processes.kills
         + processes
             .exits
             .iter()
@@ -528,11 +543,12 @@ fn judge(
             .map(|(_, n)| *n)
             .sum::<u32>();
     // The spec's bound for sinks that cannot dedupe a replay with other batch boundaries: one
-    // batch per interruption (a retry of the same batch after a cut answer reuses its key).
+    // batch per interruption, for each partition whose owner changes (a retry of the same
+    // batch after a cut answer reuses its key).
     let duplicate_bound = if sink.keyed() {
         0
     } else {
-        BATCH_RECORDS * u64::from(interruptions)
+        BATCH_RECORDS * PARTITIONS as u64 * u64::from(interruptions)
     };
     let verdict = if !lost.is_empty() {
         Err(format!("{} records lost", lost.len()))

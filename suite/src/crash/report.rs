@@ -95,8 +95,11 @@ pub fn render(report: &CrashReport) -> String {
         "Legend: ✓ within the bound · ✗ loss or too many duplicates · n/a not applicable here · \
          ⚠ stall: the group stopped committing for 20 s with records left and every member was \
          restarted (details below). Bound: 0 duplicates for sinks keyed on the record identity \
-         or a watermark; one batch ({} records) per interruption for the others.\n",
-        super::BATCH_RECORDS
+         or a watermark; for the others one batch ({} records) per partition ({}) per \
+         interruption (a process killed, aborted or exited with an error, a broker outage, a \
+         stall restart), the batch whose commit did not arrive.\n",
+        super::BATCH_RECORDS,
+        super::PARTITIONS
     );
     let mut header = "| sink |".to_owned();
     let mut rule = "|---|".to_owned();

@@ -4,6 +4,7 @@
 //! log entry. Read back from the table's current snapshot: every data file it references,
 //! fetched through the table's object store and read with the parquet reader.
 
+use super::DELTA_RS_VERSION;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -174,7 +175,7 @@ impl Destination for DeltaDestination {
         };
         ServerInfo {
             name: "delta-rs (deltalake)".into(),
-            version: format!("1.1.2, {on}"),
+            version: format!("{DELTA_RS_VERSION}, {on}"),
         }
     }
 

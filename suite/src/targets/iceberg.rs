@@ -5,6 +5,7 @@
 //! catalog's row in the local SQLite file, so there is no network path to cut at the commit:
 //! lost-ack and outage are not applicable.
 
+use super::ICEBERG_RUST_VERSION;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -153,7 +154,10 @@ impl Destination for IcebergDestination {
     fn server(&self) -> ServerInfo {
         ServerInfo {
             name: "iceberg-rust".into(),
-            version: format!("0.10.1, SQL catalog on SQLite, warehouse on {}", self.on),
+            version: format!(
+                "{ICEBERG_RUST_VERSION}, SQL catalog on SQLite, warehouse on {}",
+                self.on
+            ),
         }
     }
 

@@ -23,6 +23,11 @@ use pico_sink::identity::Scope;
 
 use pico_conformance::target::{PayloadForm, ReadRow, Target, checksum, payload_checksum};
 
+/// The delta-rs version the Delta targets and benchmarks run (the lock file's `deltalake`).
+pub const DELTA_RS_VERSION: &str = "1.1.2";
+/// The iceberg-rust version the Iceberg targets and benchmarks run (the lock file's `iceberg`).
+pub const ICEBERG_RUST_VERSION: &str = "0.10.1";
+
 pub use clickhouse::ClickHouseTarget;
 pub use delta::{DeltaS3Target, DeltaTarget, read_delta};
 pub use doris::DorisTarget;

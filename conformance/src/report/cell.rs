@@ -1,0 +1,174 @@
+//! One short verdict per summary cell, and the legend that explains the marks.
+
+use pico_sink::Claim;
+
+use super::{ScenarioReport, Verdict};
+
+/// The marks of the summary, each with what it means.
+pub const LEGEND: [(&str, &str); 7] = [
+    (
+        "✓",
+        "no visible duplicate: every record read back exactly once, as the sink claims",
+    ),
+    (
+        "≈",
+        "overwritten in place: the replay landed on the same entries (same identity), one copy visible",
+    ),
+    (
+        "⚠ N repeat",
+        "N visible rows beyond the first copy; the sink says so in its claim (the destination offers no mechanism for this case)",
+    ),
+    (
+        "✗",
+        "a failure: records lost, a claim the measurement contradicts, or a scenario that could not run; the run fails",
+    ),
+    (
+        "n/a",
+        "the scenario has no meaning for this destination (no network between the sink and an embedded destination)",
+    ),
+    (
+        "—",
+        "not verified here: no server could be provided (reason below)",
+    ),
+    (
+        "· N rejected",
+        "N records the destination cannot take, reported with their offsets and reasons (dead-lettered), none lost",
+    ),
+];
+
+/// The summary cell for one scenario: a mark and at most a few words (never over 40 characters).
+pub fn short_verdict(r: &ScenarioReport) -> String {
+    let m = r.measured.as_ref();
+    let count = |f: fn(&crate::ledger::Measured) -> usize| m.map_or(0, f);
+    let mut text = match &r.verdict {
+        Verdict::NotApplicable(_) => return "n/a".to_owned(),
+        Verdict::Failed(_) => return "✗ failed".to_owned(),
+        Verdict::Lost(_) => format!("✗ {} lost", count(|m| m.lost.len())),
+        Verdict::Contradicted(_) => match m {
+            Some(m) if !m.rejected_but_stored.is_empty() => {
+                format!("✗ {} rejected but stored", m.rejected_but_stored.len())
+            }
+            _ => format!("✗ {} repeat, claim broken", count(|m| m.visible_duplicates)),
+        },
+        Verdict::Pass if count(|m| m.visible_duplicates) > 0 => {
+            format!("⚠ {} repeat", count(|m| m.visible_duplicates))
+        }
+        Verdict::Pass if r.claim == Claim::OverwrittenInPlace => {
+            "≈ overwritten in place".to_owned()
+        }
+        Verdict::Pass => "✓ no duplicate".to_owned(),
+    };
+    let rejected = count(|m| m.dead_lettered.len());
+    let rejected = if rejected > 0 {
+        format!(" · {rejected} rejected")
+    } else {
+        String::new()
+    };
+    // Physical copies a merge will remove (ClickHouse) are worth a word where they fit; the
+    // details table always has them.
+    if let Some(p) = m.and_then(|m| m.physical_duplicates).filter(|p| *p > 0) {
+        let physical = format!(" · {p} before merge");
+        if (text.clone() + &physical + &rejected).chars().count() <= 40 {
+            text.push_str(&physical);
+        }
+    }
+    text.push_str(&rejected);
+    text
+}
+
+/// The class of a verdict, for colouring: `ok`, `overwrite`, `repeat`, `fail`, `na`.
+pub(super) fn kind(r: &ScenarioReport) -> &'static str {
+    match &r.verdict {
+        Verdict::NotApplicable(_) => "na",
+        Verdict::Failed(_) | Verdict::Lost(_) | Verdict::Contradicted(_) => "fail",
+        Verdict::Pass
+            if r.measured
+                .as_ref()
+                .is_some_and(|m| m.visible_duplicates > 0) =>
+        {
+            "repeat"
+        }
+        Verdict::Pass if r.claim == Claim::OverwrittenInPlace => "overwrite",
+        Verdict::Pass => "ok",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::Measured;
+    use pico_sink::Scenario;
+
+    fn report(claim: Claim, verdict: Verdict, m: Measured) -> ScenarioReport {
+        ScenarioReport {
+            scenario: Scenario::LostAck,
+            claim,
+            outcome: String::new(),
+            verdict,
+            measured: Some(m),
+        }
+    }
+
+    #[test]
+    fn cells_are_short_and_say_what_happened() {
+        let many = Measured {
+            visible_duplicates: 123_456_789,
+            physical_duplicates: Some(987_654),
+            dead_lettered: vec![("x".into(), "y".into()); 9999],
+            ..Measured::default()
+        };
+        let cases = [
+            (
+                report(Claim::Repeats, Verdict::Pass, many.clone()),
+                "⚠ 123456789 repeat · 9999 rejected",
+            ),
+            (
+                report(
+                    Claim::NoVisibleDuplicate,
+                    Verdict::Lost("x".into()),
+                    Measured {
+                        lost: vec!["a".into(), "b".into()],
+                        ..Measured::default()
+                    },
+                ),
+                "✗ 2 lost",
+            ),
+            (
+                report(
+                    Claim::OverwrittenInPlace,
+                    Verdict::Pass,
+                    Measured::default(),
+                ),
+                "≈ overwritten in place",
+            ),
+            (
+                report(
+                    Claim::NoVisibleDuplicate,
+                    Verdict::Pass,
+                    Measured::default(),
+                ),
+                "✓ no duplicate",
+            ),
+        ];
+        for (r, want) in cases {
+            assert_eq!(short_verdict(&r), want);
+        }
+        let merged = Measured {
+            physical_duplicates: Some(200),
+            ..Measured::default()
+        };
+        assert_eq!(
+            short_verdict(&report(Claim::NoVisibleDuplicate, Verdict::Pass, merged)),
+            "✓ no duplicate · 200 before merge"
+        );
+        // The longest realistic cell still fits the summary's width.
+        let typical = Measured {
+            visible_duplicates: 20_000,
+            physical_duplicates: Some(20_000),
+            dead_lettered: vec![("x".into(), "y".into()); 100],
+            ..Measured::default()
+        };
+        let cell = short_verdict(&report(Claim::Repeats, Verdict::Pass, typical));
+        assert!(cell.chars().count() <= 40, "{cell}");
+    }
+}

@@ -1,0 +1,177 @@
+//! Results, verdicts against each sink's claims, and the generated table.
+//!
+//! The JSON file is the record of a run; the Markdown file is rendered from it alone
+//! ([`render_markdown`]), so the two always agree and neither is edited by hand.
+
+use pico_sink::{Claim, Scenario};
+
+mod cell;
+mod html;
+mod judge;
+mod markdown;
+
+pub use cell::{LEGEND, short_verdict};
+pub use html::render_html;
+pub use judge::{claim_words, judge};
+pub use markdown::{
+    VERDICTS_BEGIN, VERDICTS_END, render_crate_verdicts, render_markdown, splice_verdicts,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::Measured;
+use crate::provider::ProviderKind;
+use crate::target::ServerInfo;
+
+/// How a scenario's measurement compares with the sink's claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "why")]
+pub enum Verdict {
+    /// Measured behaviour matches the claim, nothing lost.
+    Pass,
+    /// The sink claimed at most one visible copy and the destination shows more.
+    Contradicted(String),
+    /// Records were sent, not dead-lettered, and are not in the destination.
+    Lost(String),
+    /// Corrupted or foreign rows, or the scenario could not be carried out.
+    Failed(String),
+    /// The destination lacks what the scenario needs.
+    NotApplicable(String),
+}
+
+impl Verdict {
+    /// Whether this verdict fails the run.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Contradicted(_) | Verdict::Lost(_) | Verdict::Failed(_)
+        )
+    }
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioReport {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// What the sink claims for it.
+    pub claim: Claim,
+    /// The outcome in plain words.
+    pub outcome: String,
+    /// Claim versus measurement.
+    pub verdict: Verdict,
+    /// The figures, when the scenario ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+/// Whether a target ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "reason")]
+pub enum TargetStatus {
+    /// It ran against a real destination.
+    Verified,
+    /// No provider could serve it here.
+    NotVerifiedHere(String),
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetReport {
+    /// Target id.
+    pub target: String,
+    /// What distinguishes the target from others of the same sink (may be empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    /// Crate under test.
+    pub sink_crate: String,
+    /// Whether it ran.
+    pub status: TargetStatus,
+    /// The sink's mechanism, from `describe()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Provider used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderKind>,
+    /// Server it ran against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
+    /// The image the docker provider runs for this target (its pin), whichever provider ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docker_image: Option<String>,
+    /// Date of the run (UTC, YYYY-MM-DD).
+    pub date: String,
+    /// How large the long scenarios ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<crate::scenarios::SuiteSize>,
+    /// Per scenario.
+    pub scenarios: Vec<ScenarioReport>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The tool and version that wrote it.
+    pub generated_by: String,
+    /// Per target, in run order.
+    pub targets: Vec<TargetReport>,
+}
+
+impl Report {
+    /// An empty report stamped with this tool.
+    pub fn new() -> Self {
+        Self {
+            generated_by: format!("pico-conformance {}", env!("CARGO_PKG_VERSION")),
+            targets: Vec::new(),
+        }
+    }
+
+    /// Replaces what `newer` covers (per target, per scenario), keeping the rest.
+    pub fn merge(&mut self, newer: Report) {
+        for t in newer.targets {
+            match self.targets.iter_mut().find(|o| o.target == t.target) {
+                None => self.targets.push(t),
+                Some(old) if t.status != TargetStatus::Verified => *old = t,
+                Some(old) => {
+                    if old.status != TargetStatus::Verified {
+                        old.scenarios.clear();
+                    }
+                    for s in t.scenarios {
+                        match old.scenarios.iter_mut().find(|o| o.scenario == s.scenario) {
+                            Some(o) => *o = s,
+                            None => old.scenarios.push(s),
+                        }
+                    }
+                    old.scenarios.sort_by_key(|s| s.scenario);
+                    old.status = t.status;
+                    old.mechanism = t.mechanism;
+                    old.provider = t.provider;
+                    old.server = t.server;
+                    old.date = t.date;
+                    old.size = t.size;
+                    old.title = t.title;
+                    old.docker_image = t.docker_image;
+                }
+            }
+        }
+        self.generated_by = newer.generated_by;
+    }
+
+    /// Every failing cell, as `target/scenario: verdict`.
+    pub fn failures(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .flat_map(|t| {
+                t.scenarios
+                    .iter()
+                    .filter(|s| s.verdict.is_failure())
+                    .map(move |s| format!("{}/{}: {}", t.target, s.scenario.id(), s.outcome))
+            })
+            .collect()
+    }
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,139 @@
+//! Postgres and Redshift (on PostgreSQL) against raw binary `COPY` into an unlogged table of
+//! the same shape.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::pin_mut;
+use pico_sink::Batch;
+use pico_sink_postgres::{PostgresSink, PostgresSinkConfig, RawJsonb};
+use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig};
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::{ToSql, Type};
+
+use super::report::{BenchSize, SinkBench};
+use super::{Sample, batch, compare, time_sink};
+use crate::provide::first_available;
+use crate::servers::postgres::{PgServer, connect};
+
+/// What the raw anchor is, in words.
+const RAW: &str = "binary COPY into an unlogged table";
+
+/// Raw binary `COPY` of `b` into a new unlogged table `table`, in one transaction.
+pub(super) async fn raw_copy(url: &str, table: &str, b: &Batch) -> Result<Duration, String> {
+    let mut c = connect(url).await?;
+    c.batch_execute(&format!(
+        "CREATE UNLOGGED TABLE {table} (pico_topic text, pico_partition int, pico_offset bigint, \
+         key bytea, value jsonb, headers jsonb, ts timestamptz)"
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    let types = [
+        Type::TEXT,
+        Type::INT4,
+        Type::INT8,
+        Type::BYTEA,
+        Type::JSONB,
+        Type::JSONB,
+        Type::TIMESTAMPTZ,
+    ];
+    let values: Vec<(String, Option<SystemTime>)> = b
+        .records()
+        .iter()
+        .map(|r| {
+            let ts = r
+                .timestamp_ms
+                .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms as u64));
+            (String::from_utf8_lossy(&r.value).into_owned(), ts)
+        })
+        .collect();
+    let started = Instant::now();
+    let tx = c.transaction().await.map_err(|e| e.to_string())?;
+    let sink = tx
+        .copy_in(&format!("COPY {table} FROM STDIN (FORMAT binary)"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let writer = BinaryCopyInWriter::new(sink, &types);
+    pin_mut!(writer);
+    for (r, (value, ts)) in b.records().iter().zip(&values) {
+        let topic: &str = &r.id.topic;
+        let partition = r.id.partition as i32;
+        let offset = r.id.offset as i64;
+        let key = r.key.as_deref();
+        let headers: Option<RawJsonb> = None;
+        let row: [&(dyn ToSql + Sync); 7] = [
+            &topic,
+            &partition,
+            &offset,
+            &key,
+            &RawJsonb(value),
+            &headers,
+            ts,
+        ];
+        writer
+            .as_mut()
+            .write(&row)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    writer.finish().await.map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| e.to_string())?;
+    Ok(started.elapsed())
+}
+
+/// Which PostgreSQL-protocol sink a run measures.
+#[derive(Clone, Copy)]
+enum Flavour {
+    Postgres,
+    Redshift,
+}
+
+async fn measure(size: BenchSize, flavour: Flavour) -> Result<SinkBench, String> {
+    let server = first_available(PgServer::provide).await?;
+    let info = server.info().await;
+    let url = server.url().to_owned();
+    let rows = compare(size, async |records: u64, rep: usize| {
+        let b = batch(rep as u32, 0, records);
+        let raw = raw_copy(&url, &format!("raw_{records}_{rep}"), &b).await?;
+        let table = format!("sink_{records}_{rep}");
+        let (first, replay) = match flavour {
+            Flavour::Postgres => {
+                let sink = PostgresSink::new(PostgresSinkConfig::new(url.as_str(), table))
+                    .map_err(|e| e.to_string())?;
+                time_sink(&sink, &b).await?
+            }
+            Flavour::Redshift => {
+                let mut config = RedshiftSinkConfig::new(url.as_str(), table.as_str());
+                config.dialect = Dialect::PostgresStandIn;
+                let sink = RedshiftSink::new(config).map_err(|e| e.to_string())?;
+                time_sink(&sink, &b).await?
+            }
+        };
+        Ok(Sample { raw, first, replay })
+    })
+    .await?;
+    server.stop().await?;
+    let (sink, server) = match flavour {
+        Flavour::Postgres => ("postgres", format!("PostgreSQL {}", info.version)),
+        Flavour::Redshift => (
+            "redshift",
+            format!("PostgreSQL {} standing in for Redshift", info.version),
+        ),
+    };
+    Ok(SinkBench {
+        sink: sink.into(),
+        server,
+        raw_path: RAW.into(),
+        rows,
+        notes: Vec::new(),
+    })
+}
+
+/// The Postgres sink beside raw binary `COPY`.
+pub async fn postgres(size: BenchSize) -> Result<SinkBench, String> {
+    measure(size, Flavour::Postgres).await
+}
+
+/// The Redshift sink on PostgreSQL (the suite's stand-in) beside raw binary `COPY`.
+pub async fn redshift(size: BenchSize) -> Result<SinkBench, String> {
+    measure(size, Flavour::Redshift).await
+}

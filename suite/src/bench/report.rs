@@ -1,0 +1,461 @@
+//! The benchmark report: what one `pico-bench all` run measured, rendered as Markdown and as an
+//! SVG bar chart of the ratios. The JSON is the record; both renderings come from it alone.
+
+use std::fmt::Write as _;
+
+use pico_conformance::target::ServerInfo;
+use serde::{Deserialize, Serialize};
+
+/// The goals the report checks each run against (from the performance issue).
+pub mod goals {
+    /// A replay may cost at most this share of a first write (time).
+    pub const REPLAY_PER_FIRST: f64 = 0.2;
+    /// A first write must reach this share of the raw anchor's throughput (Postgres and
+    /// ClickHouse, at 10 000 records).
+    pub const FIRST_PER_RAW: f64 = 0.8;
+    /// The sinks held to [`FIRST_PER_RAW`].
+    pub const FIRST_PER_RAW_SINKS: [&str; 2] = ["postgres", "clickhouse"];
+    /// The batch size the first-write goal applies to.
+    pub const FIRST_PER_RAW_BATCH: u64 = 10_000;
+    /// An identity derivation must take less than this, in nanoseconds per record.
+    pub const IDENTITY_NS: f64 = 100.0;
+}
+
+/// How large a run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchSize {
+    /// Five repetitions, 100 000 records for the lakehouse volume figures.
+    Full,
+    /// Two repetitions, 20 000 records for the volume figures (CI).
+    Reduced,
+}
+
+impl BenchSize {
+    /// Repetitions per measurement (the median is reported).
+    pub fn reps(self) -> usize {
+        match self {
+            BenchSize::Full => 5,
+            BenchSize::Reduced => 2,
+        }
+    }
+
+    /// Records written through a lakehouse sink for its commits-and-files figures.
+    pub fn volume(self) -> u64 {
+        match self {
+            BenchSize::Full => 100_000,
+            BenchSize::Reduced => 20_000,
+        }
+    }
+
+    /// The size's name.
+    pub fn id(self) -> &'static str {
+        match self {
+            BenchSize::Full => "full",
+            BenchSize::Reduced => "reduced",
+        }
+    }
+}
+
+/// The machine a run measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Logical CPUs available to the process.
+    pub cores: usize,
+    /// Total memory, GiB.
+    pub memory_gib: f64,
+    /// CPU model, as `/proc/cpuinfo` names it.
+    pub cpu: String,
+    /// Operating system, as `/etc/os-release` names it.
+    pub os: String,
+}
+
+impl Machine {
+    /// The machine this process runs on.
+    pub fn current() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let meminfo = read("/proc/meminfo");
+        let kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        let cpu = read("/proc/cpuinfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+            .unwrap_or_else(|| "unknown".into());
+        let os = read("/etc/os-release")
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_owned())
+            .unwrap_or_else(|| std::env::consts::OS.into());
+        Self {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_gib: (kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
+            cpu,
+            os,
+        }
+    }
+}
+
+/// Medians of one batch size: the raw anchor, the sink's first write and its replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Records per batch.
+    pub records: u64,
+    /// Payload bytes per batch.
+    pub bytes: u64,
+    /// The destination's raw bulk path, milliseconds (median).
+    pub raw_ms: f64,
+    /// The sink's first write of the batch, milliseconds (median).
+    pub first_ms: f64,
+    /// The sink's replay of the same batch, milliseconds (median).
+    pub replay_ms: f64,
+}
+
+impl BenchRow {
+    /// The sink's first-write throughput as a share of the raw anchor's.
+    pub fn first_per_raw(&self) -> f64 {
+        self.raw_ms / self.first_ms
+    }
+
+    /// What a replay costs as a share of a first write (time).
+    pub fn replay_per_first(&self) -> f64 {
+        self.replay_ms / self.first_ms
+    }
+}
+
+/// One sink's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SinkBench {
+    /// Short sink id (`postgres`, `clickhouse`, …).
+    pub sink: String,
+    /// The server it ran against, with its version.
+    pub server: String,
+    /// What the raw anchor is.
+    pub raw_path: String,
+    /// One row per batch size.
+    pub rows: Vec<BenchRow>,
+    /// Further measured figures (commits and files per volume, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What one end-to-end run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineBench {
+    /// The broker.
+    pub broker: ServerInfo,
+    /// The destination.
+    pub server: ServerInfo,
+    /// Records on the topic (about 1 KiB of JSON each), over the crash suite's partitions.
+    pub records: u64,
+    /// Records per batch the runtime cut.
+    pub batch_records: u64,
+    /// A plain consumer reading every record once, milliseconds.
+    pub raw_consume_ms: f64,
+    /// A raw binary `COPY` of as many records into an unlogged table, milliseconds.
+    pub raw_copy_ms: f64,
+    /// `pico-kafka` from start until every offset is committed and it drained, milliseconds.
+    pub end_to_end_ms: f64,
+}
+
+impl PipelineBench {
+    /// End-to-end throughput as a share of the raw consume rate.
+    pub fn per_raw_consume(&self) -> f64 {
+        self.raw_consume_ms / self.end_to_end_ms
+    }
+
+    /// End-to-end throughput as a share of raw `COPY`.
+    pub fn per_raw_copy(&self) -> f64 {
+        self.raw_copy_ms / self.end_to_end_ms
+    }
+}
+
+/// One identity derivation's cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentityTiming {
+    /// The function (`Scope::record_text`, …).
+    pub function: String,
+    /// Nanoseconds per record (median of the repetitions).
+    pub ns_per_record: f64,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// The tool and version that wrote it.
+    pub generated_by: String,
+    /// Date of the run (UTC, YYYY-MM-DD).
+    pub date: String,
+    /// How large the run was.
+    pub size: BenchSize,
+    /// The cargo profile the binary was built with (`release` or `debug`).
+    pub profile: String,
+    /// Where it ran.
+    pub machine: Machine,
+    /// Repetitions per measurement.
+    pub reps: usize,
+    /// Per sink.
+    pub sinks: Vec<SinkBench>,
+    /// Identity derivations.
+    pub identity: Vec<IdentityTiming>,
+    /// Broker → `pico-kafka` → PostgreSQL, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineBench>,
+}
+
+/// One goal the report checks, and whether this run met it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalCheck {
+    /// What is checked, in words.
+    pub goal: String,
+    /// The measured figure, in words.
+    pub measured: String,
+    /// Whether it was met.
+    pub met: bool,
+}
+
+impl BenchReport {
+    /// Every goal of [`goals`] against this run's figures.
+    pub fn goal_checks(&self) -> Vec<GoalCheck> {
+        let mut checks = Vec::new();
+        for s in &self.sinks {
+            for r in &s.rows {
+                checks.push(GoalCheck {
+                    goal: format!(
+                        "{} replay ≤ {} × first write at {} records",
+                        s.sink,
+                        goals::REPLAY_PER_FIRST,
+                        r.records
+                    ),
+                    measured: format!("{:.3}", r.replay_per_first()),
+                    met: r.replay_per_first() <= goals::REPLAY_PER_FIRST,
+                });
+                if goals::FIRST_PER_RAW_SINKS.contains(&s.sink.as_str())
+                    && r.records == goals::FIRST_PER_RAW_BATCH
+                {
+                    checks.push(GoalCheck {
+                        goal: format!(
+                            "{} first write ≥ {} × raw anchor at {} records",
+                            s.sink,
+                            goals::FIRST_PER_RAW,
+                            r.records
+                        ),
+                        measured: format!("{:.2}", r.first_per_raw()),
+                        met: r.first_per_raw() >= goals::FIRST_PER_RAW,
+                    });
+                }
+            }
+        }
+        for t in &self.identity {
+            checks.push(GoalCheck {
+                goal: format!("{} < {} ns per record", t.function, goals::IDENTITY_NS),
+                measured: format!("{:.1} ns", t.ns_per_record),
+                met: t.ns_per_record < goals::IDENTITY_NS,
+            });
+        }
+        checks
+    }
+}
+
+fn rate(n: u64, ms: f64) -> f64 {
+    n as f64 / (ms / 1000.0)
+}
+
+/// Renders the Markdown page.
+pub fn render_markdown(r: &BenchReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Generated by `{}` (`pico-bench all`) from `benchmarks.json`; do not edit by hand. \
+         Every sink is measured beside its destination's raw bulk path on the same server in the \
+         same run, and reported as ratios: absolute times on a shared machine mean little.\n",
+        r.generated_by
+    );
+    let _ = writeln!(
+        md,
+        "Run of {}: {} size ({} repetitions, medians), `{}` build, on {} cores, {} GiB, {}, {}.\n",
+        r.date,
+        r.size.id(),
+        r.reps,
+        r.profile,
+        r.machine.cores,
+        r.machine.memory_gib,
+        r.machine.cpu,
+        r.machine.os
+    );
+    let _ = writeln!(md, "![ratios](benchmarks.svg)\n");
+    let _ = writeln!(md, "## Goals\n\n| goal | measured | met |\n|---|---:|---|");
+    for c in r.goal_checks() {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            c.goal,
+            c.measured,
+            if c.met { "yes" } else { "**no**" }
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Sinks\n\nRecords of about 1 KiB of JSON. *first / raw*: the sink's first-write \
+         throughput as a share of the raw anchor's. *replay / first*: what replaying the same \
+         batch costs as a share of the first write.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| sink | server | raw anchor | batch | raw records/s | first records/s | replay records/s | first / raw | replay / first |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for s in &r.sinks {
+        for row in &s.rows {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.3} |",
+                s.sink,
+                s.server,
+                s.raw_path,
+                row.records,
+                rate(row.records, row.raw_ms),
+                rate(row.records, row.first_ms),
+                rate(row.records, row.replay_ms),
+                row.first_per_raw(),
+                row.replay_per_first()
+            );
+        }
+    }
+    let notes: Vec<(&str, &String)> = r
+        .sinks
+        .iter()
+        .flat_map(|s| s.notes.iter().map(move |n| (s.sink.as_str(), n)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(md);
+        for (sink, note) in notes {
+            let _ = writeln!(md, "- {sink}: {note}");
+        }
+    }
+    if let Some(p) = &r.pipeline {
+        let _ = writeln!(
+            md,
+            "\n## End to end: broker → pico-kafka → PostgreSQL\n\n{} records of about 1 KiB on \
+             {} {}, into {} {} in batches of up to {} records. Each path timed once, in the \
+             same run.\n",
+            p.records,
+            p.broker.name,
+            p.broker.version,
+            p.server.name,
+            p.server.version,
+            p.batch_records
+        );
+        let _ = writeln!(
+            md,
+            "| path | records/s | end to end as a share of it |\n|---|---:|---:|\n\
+             | raw consume (one plain consumer) | {:.0} | {:.2} |\n\
+             | raw binary COPY into an unlogged table | {:.0} | {:.2} |\n\
+             | end to end (pico-kafka, commit after confirm) | {:.0} | 1.00 |",
+            rate(p.records, p.raw_consume_ms),
+            p.per_raw_consume(),
+            rate(p.records, p.raw_copy_ms),
+            p.per_raw_copy(),
+            rate(p.records, p.end_to_end_ms)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Identity\n\nOne derivation per record, for a namespaced identity (medians of the \
+         repetitions; `cargo bench -p pico-identity` measures the same with criterion).\n"
+    );
+    let _ = writeln!(md, "| function | ns per record |\n|---|---:|");
+    for t in &r.identity {
+        let _ = writeln!(md, "| `{}` | {:.1} |", t.function, t.ns_per_record);
+    }
+    md
+}
+
+/// Renders the ratios as a horizontal bar chart (SVG, no script).
+pub fn render_svg(r: &BenchReport) -> String {
+    const BAR: f64 = 14.0;
+    const GAP: f64 = 10.0;
+    const LEFT: f64 = 190.0;
+    const WIDTH: f64 = 420.0;
+    let rows: Vec<(String, &BenchRow)> = r
+        .sinks
+        .iter()
+        .flat_map(|s| {
+            s.rows
+                .iter()
+                .map(move |row| (format!("{} · {}", s.sink, row.records), row))
+        })
+        .collect();
+    let scale = rows
+        .iter()
+        .map(|(_, row)| row.first_per_raw().max(row.replay_per_first()))
+        .fold(1.0_f64, f64::max);
+    let height = 60.0 + rows.len() as f64 * (2.0 * BAR + GAP) + 30.0;
+    let total = LEFT + WIDTH + 80.0;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{total}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        svg,
+        "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">pico-sinks: first write / raw anchor \
+         (throughput) and replay / first write (time), {} size, {}</text>",
+        r.size.id(),
+        r.date
+    );
+    let _ = writeln!(
+        svg,
+        "<rect x=\"{LEFT}\" y=\"32\" width=\"12\" height=\"10\" fill=\"#4a7bd0\"/>\
+         <text x=\"{}\" y=\"41\">first / raw</text>\
+         <rect x=\"{}\" y=\"32\" width=\"12\" height=\"10\" fill=\"#e39a2d\"/>\
+         <text x=\"{}\" y=\"41\">replay / first</text>",
+        LEFT + 16.0,
+        LEFT + 110.0,
+        LEFT + 126.0
+    );
+    let x_of = |v: f64| LEFT + WIDTH * v / scale;
+    for (mark, label) in [(1.0, "1.0"), (goals::REPLAY_PER_FIRST, "0.2")] {
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{x:.1}\" y1=\"50\" x2=\"{x:.1}\" y2=\"{y:.1}\" stroke=\"#999\" \
+             stroke-dasharray=\"3,3\"/><text x=\"{x:.1}\" y=\"{t:.1}\" text-anchor=\"middle\" \
+             fill=\"#666\">{label}</text>",
+            x = x_of(mark),
+            y = height - 25.0,
+            t = height - 10.0
+        );
+    }
+    let mut y = 55.0;
+    for (label, row) in &rows {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+            LEFT - 8.0,
+            y + BAR + 4.0
+        );
+        for (value, colour) in [
+            (row.first_per_raw(), "#4a7bd0"),
+            (row.replay_per_first(), "#e39a2d"),
+        ] {
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR}\" fill=\"{colour}\"/>\
+                 <text x=\"{:.1}\" y=\"{:.1}\">{value:.2}</text>",
+                (x_of(value) - LEFT).max(1.0),
+                x_of(value) + 4.0,
+                y + BAR - 3.0
+            );
+            y += BAR;
+        }
+        y += GAP;
+    }
+    svg.push_str("</svg>\n");
+    svg
+}

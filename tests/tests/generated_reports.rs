@@ -1,0 +1,99 @@
+//! The benchmark and crash-suite reports are generated, complete and fresh.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+use pico_suite::bench::report::{BenchReport, BenchSize, render_markdown, render_svg};
+use pico_suite::crash::report::{CrashReport, render};
+use pico_workspace_tests::workspace_root;
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(workspace_root().join("docs").join(name))
+        .unwrap_or_else(|e| panic!("docs/{name} is committed: {e}"))
+}
+
+#[test]
+fn benchmark_report_is_rendered_from_its_json_and_complete() {
+    let report: BenchReport =
+        serde_json::from_str(&read("benchmarks.json")).expect("docs/benchmarks.json parses");
+    assert_eq!(
+        read("benchmarks.md"),
+        render_markdown(&report),
+        "docs/benchmarks.md differs from its JSON: run `./scripts/bench.sh render`"
+    );
+    assert_eq!(
+        read("benchmarks.svg"),
+        render_svg(&report),
+        "docs/benchmarks.svg differs from its JSON: run `./scripts/bench.sh render`"
+    );
+    // The committed report is a full-size run of an optimized build.
+    assert_eq!(report.size, BenchSize::Full);
+    assert_eq!(report.profile, "release");
+    assert!(report.machine.cores > 0 && report.machine.memory_gib > 0.0);
+    for sink in [
+        "postgres",
+        "redshift",
+        "influxdb",
+        "clickhouse",
+        "s3",
+        "delta",
+        "iceberg",
+    ] {
+        let s = report
+            .sinks
+            .iter()
+            .find(|s| s.sink == sink)
+            .unwrap_or_else(|| panic!("{sink} is missing from docs/benchmarks.json"));
+        let sizes: Vec<u64> = s.rows.iter().map(|r| r.records).collect();
+        assert_eq!(sizes, pico_suite::bench::SIZES, "{sink}");
+        for r in &s.rows {
+            assert!(
+                r.raw_ms > 0.0 && r.first_ms > 0.0 && r.replay_ms > 0.0,
+                "{sink}: {r:?}"
+            );
+        }
+    }
+    let functions: Vec<&str> = report
+        .identity
+        .iter()
+        .map(|t| t.function.as_str())
+        .collect();
+    assert_eq!(
+        functions,
+        [
+            "Scope::record_text",
+            "Scope::elasticsearch_id",
+            "Scope::meilisearch_key"
+        ]
+    );
+    let pipeline = report
+        .pipeline
+        .as_ref()
+        .expect("the end-to-end pipeline ran");
+    assert!(pipeline.records >= 20_000 && pipeline.end_to_end_ms > 0.0);
+    // Goals are checked in the report itself; every goal has a line there.
+    let md = read("benchmarks.md");
+    for c in report.goal_checks() {
+        assert!(md.contains(&c.goal), "{}", c.goal);
+    }
+}
+
+#[test]
+fn crash_report_is_rendered_from_its_json_and_passed() {
+    let report: CrashReport =
+        serde_json::from_str(&read("crash-suite.json")).expect("docs/crash-suite.json parses");
+    assert_eq!(
+        read("crash-suite.md"),
+        render(&report),
+        "docs/crash-suite.md differs from its JSON: rerun ./scripts/crash-suite.sh"
+    );
+    assert_eq!(
+        report.size_name, "full",
+        "the committed crash report is a full-size run"
+    );
+    assert!(!report.results.is_empty());
+    assert!(
+        report.failures().is_empty(),
+        "the committed crash report has failures: {:?}",
+        report.failures()
+    );
+}
