@@ -37,6 +37,7 @@ fn benchmark_report_is_rendered_from_its_json_and_complete() {
         "s3",
         "delta",
         "iceberg",
+        "quickwit",
     ] {
         let s = report
             .sinks

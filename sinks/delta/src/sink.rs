@@ -88,16 +88,20 @@ fn classify(e: &DeltaTableError, what: &str) -> SinkError {
 /// Whether a kernel error's text is an object-store or I/O failure that is not about access.
 fn transient_kernel_error(text: &str) -> bool {
     let storage = text.contains("Error interacting with object store") || text.contains("IO error");
+    // Status codes as whole words: "in 2.500401ms" is a duration, not a 401.
+    let status = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| word == "401" || word == "403");
     let access = [
         "PermissionDenied",
         "Unauthenticated",
-        "403",
-        "401",
         "Access Denied",
+        "Forbidden",
+        "Unauthorized",
     ]
     .iter()
     .any(|m| text.contains(m));
-    storage && !access
+    storage && !access && !status
 }
 
 /// A commit that lost the race for its table version.
@@ -370,5 +374,14 @@ mod tests {
             "Error interacting with object store: Generic S3 error: 403 Forbidden Access Denied"
         ));
         assert!(!transient_kernel_error("Invalid table version: 7"));
+        // Seen under the flaky-network scenario: a request duration that contains "401".
+        assert!(transient_kernel_error(
+            "Kernel error: Error interacting with object store: Generic S3 error: Error performing \
+             GET http://127.0.0.1:38159/pico-delta/t/_delta_log/00000000000000000005.json in \
+             2.500401ms - HTTP error: error sending request"
+        ));
+        assert!(!transient_kernel_error(
+            "Error interacting with object store: Generic S3 error: Client error with status 401: Unauthorized"
+        ));
     }
 }

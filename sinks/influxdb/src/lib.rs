@@ -37,7 +37,7 @@ mod probe;
 mod sink;
 
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};
-pub use line::{OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
+pub use line::{DIGEST_FIELD, OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
 pub use sink::InfluxSink;
 
 /// The README's examples, compiled as doctests.

@@ -107,6 +107,32 @@ impl QuickwitSink {
         Ok(present)
     }
 
+    /// Ingests every record of `batch` as one plain request of the same documents, with no
+    /// watermark search and no count-back: the raw ingest that benchmarks compare the sink with.
+    /// A replay through it duplicates; do not use it to deliver.
+    pub async fn ingest_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
+        let id = batch.id();
+        let partition_key = self
+            .config
+            .scope
+            .term_partition_key(&id.topic, id.partition);
+        let key_field = [(
+            PARTITION_KEY,
+            serde_json::Value::from(partition_key.as_str()),
+        )];
+        let mut body = String::new();
+        for r in batch.records() {
+            let doc = document_json(&self.config.scope, r, self.config.shape, &key_field)
+                .map_err(|reason| SinkError::fatal(format!("{}: {reason}", r.id)))?;
+            body.push_str(&doc);
+            body.push('\n');
+        }
+        match self.ingest(body).await? {
+            Attempt::Refused(why) => Err(SinkError::fatal(why)),
+            _ => Ok(()),
+        }
+    }
+
     async fn ingest(&self, body: String) -> Result<Attempt, SinkError> {
         let what = format!("ingest into {}", self.config.index);
         let mut url = self.url(&format!("api/v1/{}/ingest", self.config.index))?;

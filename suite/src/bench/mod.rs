@@ -7,6 +7,7 @@ mod influxdb;
 mod lakehouse;
 mod pipeline;
 mod postgres;
+mod quickwit;
 pub mod report;
 mod s3;
 
@@ -21,6 +22,7 @@ pub use influxdb::influxdb;
 pub use lakehouse::{Lakehouse, lakehouse};
 pub use pipeline::pipeline;
 pub use postgres::{postgres, redshift};
+pub use quickwit::quickwit;
 pub use report::PipelineBench;
 use report::{BenchRow, BenchSize};
 pub use s3::s3;

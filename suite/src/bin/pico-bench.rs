@@ -35,10 +35,11 @@ enum Which {
     Influxdb,
     Delta,
     Iceberg,
+    Quickwit,
 }
 
 impl Which {
-    const ALL: [Which; 7] = [
+    const ALL: [Which; 8] = [
         Which::Postgres,
         Which::Redshift,
         Which::Influxdb,
@@ -46,6 +47,7 @@ impl Which {
         Which::S3,
         Which::Delta,
         Which::Iceberg,
+        Which::Quickwit,
     ];
 
     async fn measure(self, size: BenchSize) -> Result<SinkBench, String> {
@@ -57,6 +59,7 @@ impl Which {
             Which::Influxdb => bench::influxdb(size).await,
             Which::Delta => bench::lakehouse(Lakehouse::Delta, size).await,
             Which::Iceberg => bench::lakehouse(Lakehouse::Iceberg, size).await,
+            Which::Quickwit => bench::quickwit(size).await,
         }
     }
 }

@@ -53,6 +53,16 @@ enum Command {
     },
     /// List targets and scenarios.
     List,
+    /// Merge the reports of runs made elsewhere (other machines, or parallel runs of disjoint
+    /// targets) into the report in OUT, then render it.
+    Merge {
+        /// Directories holding a duplicate-behaviour.json each, merged in the order given.
+        #[arg(long = "from", required = true)]
+        from: Vec<PathBuf>,
+        /// Directory of the report that receives them.
+        #[arg(long, default_value = "docs")]
+        out: PathBuf,
+    },
     /// Re-render the Markdown from the JSON in DIR.
     Render {
         /// Directory holding duplicate-behaviour.json.
@@ -176,6 +186,27 @@ fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
     }
+    Ok(())
+}
+
+fn merge(from: &[PathBuf], out: &Path) -> Result<(), String> {
+    let mut merged = read_report(&out.join("duplicate-behaviour.json"))?.unwrap_or_default();
+    for dir in from {
+        let path = dir.join("duplicate-behaviour.json");
+        let report =
+            read_report(&path)?.ok_or_else(|| format!("{} does not exist", path.display()))?;
+        merged.merge(report);
+    }
+    // The table lists targets in the suite's order, whatever order the runs came in.
+    let order: Vec<&str> = targets::all().iter().map(|t| t.name()).collect();
+    merged.targets.sort_by_key(|t| {
+        order
+            .iter()
+            .position(|n| *n == t.target)
+            .unwrap_or(order.len())
+    });
+    write_report(out, &merged)?;
+    println!("merged {} report(s) into {}", from.len(), out.display());
     Ok(())
 }
 
@@ -313,6 +344,7 @@ fn main() -> ExitCode {
                 write_report(&out, &r).map(|_| true)
             })
         }
+        Command::Merge { from, out } => merge(&from, &out).map(|_| true),
         Command::Run {
             sinks,
             scenarios,

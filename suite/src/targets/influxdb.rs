@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_influxdb::{
-    InfluxSink, InfluxSinkConfig, OFFSET_FIELD, PARTITION_TAG, Payload, PointMapping, TOPIC_TAG,
+    DIGEST_FIELD, InfluxSink, InfluxSinkConfig, OFFSET_FIELD, PARTITION_TAG, Payload, PointMapping,
+    TOPIC_TAG,
 };
 use tokio::sync::Mutex;
 
@@ -113,6 +114,11 @@ impl Destination for InfluxDestination {
         PayloadForm::Json
     }
 
+    /// The write request, not the replay probe's query that precedes it.
+    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+        Some(b"write?".to_vec())
+    }
+
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let proxy = self.proxies.in_front_of_url(&self.url().await?).await?;
         let mapping = PointMapping {
@@ -170,6 +176,8 @@ impl Destination for InfluxDestination {
                                 partition = v.as_str().and_then(|p| p.parse::<u32>().ok())
                             }
                             OFFSET_FIELD => offset = v.as_u64(),
+                            // The sink's content digest, for its replay probe: not payload.
+                            DIGEST_FIELD => {}
                             _ if v.is_null() => {}
                             name => {
                                 doc.insert(name.to_owned(), v.clone());

@@ -12,7 +12,7 @@ mod influxdb;
 mod meilisearch;
 mod mongodb;
 mod postgres;
-mod quickwit;
+pub mod quickwit;
 mod redshift;
 mod s3;
 mod stdout;

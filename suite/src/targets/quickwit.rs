@@ -41,47 +41,54 @@ impl Target for QuickwitTarget {
         crate::images::image("quickwit")
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let spec = ContainerSpec {
-            service: "quickwit",
-            port: 7280,
-            env: vec![("QW_DISABLE_TELEMETRY", "1".into())],
-            cmd: vec!["run"],
-            ..ContainerSpec::default()
-        };
-        let (url, container) =
-            provide("quickwit", provider, spec, "http", Some(&QuickwitBinary)).await?;
-        let url = url.trim_end_matches('/').to_owned();
-        wait_http(
-            &format!("{url}/health/readyz"),
-            Duration::from_secs(180),
-            &[],
-            |s, _| s == 200,
-        )
-        .await?;
-        let version = match reqwest::get(format!("{url}/api/v1/version")).await {
-            Ok(r) => r
-                .json::<serde_json::Value>()
-                .await
-                .ok()
-                .and_then(|v| {
-                    v["build"]["version"]
-                        .as_str()
-                        .or(v["version"].as_str())
-                        .map(str::to_owned)
-                })
-                .unwrap_or_else(|| "unknown".into()),
-            Err(e) => format!("unknown ({e})"),
-        };
+        let (hosted, info) = start(provider).await?;
         Ok(Box::new(HostedDestination {
-            hosted: Hosted::new(url, container),
-            info: ServerInfo {
-                name: "Quickwit".into(),
-                version,
-            },
+            hosted,
+            info,
             form: PayloadForm::Json,
             store: Qw,
         }))
     }
+}
+
+/// A Quickwit node through `provider`, ready, with its version.
+pub async fn start(provider: ProviderKind) -> Result<(Hosted, ServerInfo), String> {
+    let spec = ContainerSpec {
+        service: "quickwit",
+        port: 7280,
+        env: vec![("QW_DISABLE_TELEMETRY", "1".into())],
+        cmd: vec!["run"],
+        ..ContainerSpec::default()
+    };
+    let (url, container) =
+        provide("quickwit", provider, spec, "http", Some(&QuickwitBinary)).await?;
+    let url = url.trim_end_matches('/').to_owned();
+    wait_http(
+        &format!("{url}/health/readyz"),
+        Duration::from_secs(180),
+        &[],
+        |s, _| s == 200,
+    )
+    .await?;
+    let version = match reqwest::get(format!("{url}/api/v1/version")).await {
+        Ok(r) => r
+            .json::<serde_json::Value>()
+            .await
+            .ok()
+            .and_then(|v| {
+                v["build"]["version"]
+                    .as_str()
+                    .or(v["version"].as_str())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "unknown".into()),
+        Err(e) => format!("unknown ({e})"),
+    };
+    let info = ServerInfo {
+        name: "Quickwit".into(),
+        version,
+    };
+    Ok((Hosted::new(url, container), info))
 }
 
 /// The commit timeout of the indexes the target's sinks create.

@@ -1,0 +1,46 @@
+//! Quickwit against a plain ingest of the same documents.
+
+use std::time::Instant;
+
+use pico_sink::Sink;
+use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
+
+use super::report::{BenchSize, SinkBench};
+use super::{Sample, batch, compare, time_sink};
+use crate::provide::first_available;
+use crate::targets::quickwit::start;
+
+/// The Quickwit sink (a watermark search, then ingest above it) beside
+/// `QuickwitSink::ingest_unguarded`: the same documents in one plain `ingest` request, into an
+/// index of the same configuration; both with `commit=wait_for` and a 1 s commit timeout.
+pub async fn quickwit(size: BenchSize) -> Result<SinkBench, String> {
+    let (hosted, info) = first_available(start).await?;
+    let sink_for = |index: String| {
+        let mut config = QuickwitSinkConfig::new(hosted.url.as_str(), index);
+        config.commit_timeout_secs = 1;
+        QuickwitSink::new(config).map_err(|e| e.to_string())
+    };
+    let rows = compare(size, async |records: u64, rep: usize| {
+        let b = batch(rep as u32, 0, records);
+        let plain = sink_for(format!("raw-{records}-{rep}"))?;
+        plain.open().await.map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        plain
+            .ingest_unguarded(&b)
+            .await
+            .map_err(|e| e.to_string())?;
+        let raw = started.elapsed();
+        let sink = sink_for(format!("sink-{records}-{rep}"))?;
+        let (first, replay) = time_sink(&sink, &b).await?;
+        Ok(Sample { raw, first, replay })
+    })
+    .await?;
+    hosted.stop().await?;
+    Ok(SinkBench {
+        sink: "quickwit".into(),
+        server: format!("{} {}", info.name, info.version),
+        raw_path: "plain ingest of the same documents (commit=wait_for)".into(),
+        rows,
+        notes: Vec::new(),
+    })
+}
