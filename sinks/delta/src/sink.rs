@@ -88,9 +88,13 @@ fn classify(e: &DeltaTableError, what: &str) -> SinkError {
 /// Whether a kernel error's text is an object-store or I/O failure that is not about access.
 fn transient_kernel_error(text: &str) -> bool {
     let storage = text.contains("Error interacting with object store") || text.contains("IO error");
-    // Status codes as whole words: "in 2.500401ms" is a duration, not a 401.
+    // Status codes as whole words between spaces: "in 2.500401ms" and "in 401.270696ms" are
+    // durations, not a 401; "status 401:" and "(403)" are status codes.
     let status = text
-        .split(|c: char| !c.is_ascii_alphanumeric())
+        .split_whitespace()
+        .map(|word| {
+            word.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '(' | ')' | '[' | ']'))
+        })
         .any(|word| word == "401" || word == "403");
     let access = [
         "PermissionDenied",
@@ -379,6 +383,14 @@ mod tests {
             "Kernel error: Error interacting with object store: Generic S3 error: Error performing \
              GET http://127.0.0.1:38159/pico-delta/t/_delta_log/00000000000000000005.json in \
              2.500401ms - HTTP error: error sending request"
+        ));
+        assert!(transient_kernel_error(
+            "Kernel error: Error interacting with object store: Generic S3 error: Error performing \
+             GET http://127.0.0.1:36695/pico-delta/t/_delta_log/00000000000000000300.json in \
+             401.270696ms - HTTP error: error sending request"
+        ));
+        assert!(!transient_kernel_error(
+            "Error interacting with object store: Generic S3 error: Client error with status (403)"
         ));
         assert!(!transient_kernel_error(
             "Error interacting with object store: Generic S3 error: Client error with status 401: Unauthorized"

@@ -111,26 +111,27 @@ impl QuickwitSink {
     /// watermark search and no count-back: the raw ingest that benchmarks compare the sink with.
     /// A replay through it duplicates; do not use it to deliver.
     pub async fn ingest_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
-        let id = batch.id();
-        let partition_key = self
-            .config
-            .scope
-            .term_partition_key(&id.topic, id.partition);
-        let key_field = [(
-            PARTITION_KEY,
-            serde_json::Value::from(partition_key.as_str()),
-        )];
-        let mut body = String::new();
-        for r in batch.records() {
-            let doc = document_json(&self.config.scope, r, self.config.shape, &key_field)
-                .map_err(|reason| SinkError::fatal(format!("{}: {reason}", r.id)))?;
-            body.push_str(&doc);
-            body.push('\n');
-        }
-        match self.ingest(body).await? {
+        let key_field = key_field(&self.partition_key(batch));
+        let docs = batch
+            .records()
+            .iter()
+            .map(|r| {
+                document_json(&self.config.scope, r, self.config.shape, &key_field)
+                    .map_err(|reason| SinkError::fatal(format!("{}: {reason}", r.id)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        match self.ingest(ndjson(docs.iter().map(String::as_str))).await? {
             Attempt::Refused(why) => Err(SinkError::fatal(why)),
             _ => Ok(()),
         }
+    }
+
+    /// The term that holds every document of `batch`'s topic and partition.
+    fn partition_key(&self, batch: &Batch) -> String {
+        let id = batch.id();
+        self.config
+            .scope
+            .term_partition_key(&id.topic, id.partition)
     }
 
     async fn ingest(&self, body: String) -> Result<Attempt, SinkError> {
@@ -189,11 +190,7 @@ impl Sink for QuickwitSink {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        let id = batch.id();
-        let partition_key = self
-            .config
-            .scope
-            .term_partition_key(&id.topic, id.partition);
+        let partition_key = self.partition_key(batch);
         let watermark = self.watermark(&partition_key).await?;
         let fresh = match watermark {
             Some(w) => batch.after(w),
@@ -204,20 +201,13 @@ impl Sink for QuickwitSink {
             return Ok(WriteReport::already_present(batch.len()).into());
         };
         let records = fresh.records();
-        let key_field = [(
-            PARTITION_KEY,
-            serde_json::Value::from(partition_key.as_str()),
-        )];
+        let key_field = key_field(&partition_key);
         let (docs, mut rejected) = convert_records(&fresh, |i, r| {
             document_json(&self.config.scope, r, self.config.shape, &key_field).map(|d| (i, d))
         });
         let mut plan = Isolator::new(docs.len());
         while let Some((start, end)) = plan.next_range() {
-            let mut body = String::new();
-            for (_, doc) in &docs[start..end] {
-                body.push_str(doc);
-                body.push('\n');
-            }
+            let body = ndjson(docs[start..end].iter().map(|(_, doc)| doc.as_str()));
             let attempt = self.ingest(body).await?;
             plan.record(start, end, attempt);
         }
@@ -293,4 +283,19 @@ impl Sink for QuickwitSink {
             ),
         )
     }
+}
+
+/// The extra field every document carries: its partition's term.
+fn key_field(partition_key: &str) -> [(&'static str, serde_json::Value); 1] {
+    [(PARTITION_KEY, serde_json::Value::from(partition_key))]
+}
+
+/// Documents as one newline-delimited ingest body.
+fn ndjson<'a>(docs: impl Iterator<Item = &'a str>) -> String {
+    let mut body = String::new();
+    for doc in docs {
+        body.push_str(doc);
+        body.push('\n');
+    }
+    body
 }
