@@ -1,5 +1,7 @@
 //! [`DeltaSink`].
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use async_trait::async_trait;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
 use deltalake::kernel::{Action, Transaction};
@@ -9,7 +11,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 use pico_sink::identity::Scope;
 use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
 use tokio::sync::{Mutex, MutexGuard};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::arrow_rows::{delta_columns, to_arrow};
 use crate::config::DeltaSinkConfig;
@@ -28,6 +30,8 @@ pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
 pub struct DeltaSink {
     config: DeltaSinkConfig,
     table: Mutex<Option<DeltaTable>>,
+    /// Commits by this instance since its last checkpoint succeeded (see [`DeltaSink::checkpoint_due`]).
+    since_checkpoint: AtomicU32,
 }
 
 fn table_url(location: &str) -> Result<url::Url, SinkError> {
@@ -127,6 +131,7 @@ impl DeltaSink {
         Self {
             config,
             table: Mutex::new(None),
+            since_checkpoint: AtomicU32::new(0),
         }
     }
 
@@ -150,6 +155,28 @@ impl DeltaSink {
             .await
             .map(|_| ())
             .map_err(|e| error(e, "committing"))
+    }
+
+    /// Writes a checkpoint once `checkpoint_interval` commits of this instance went by since its
+    /// last successful one, and after every later commit until one succeeds. Without it every
+    /// watermark read replays the log since the last checkpoint: delta-rs makes a checkpoint only
+    /// at versions divisible by the interval and gives up on a failed one, so under a lossy
+    /// network the log segment grew until no read could finish (measured: 100 failed attempts in
+    /// a row at ~130 versions). A failed checkpoint never fails the batch: it is committed.
+    async fn checkpoint_due(&self, table: &DeltaTable) {
+        let commits = self.since_checkpoint.fetch_add(1, Ordering::Relaxed) + 1;
+        if commits < self.config.checkpoint_interval.max(1) {
+            return;
+        }
+        match deltalake::checkpoints::create_checkpoint(table, None).await {
+            Ok(()) => {
+                self.since_checkpoint.store(0, Ordering::Relaxed);
+                debug!(version = ?table.version(), "checkpoint written");
+            }
+            Err(e) => {
+                warn!(error = %e, commits, "checkpoint failed; tried again after the next commit");
+            }
+        }
     }
 
     /// The loaded table, under the sink's lock (loaded or created on first use).
@@ -293,7 +320,9 @@ impl Sink for DeltaSink {
                 // Watermark and data in one log entry; no automatic rebase (see the crate docs).
                 let properties = CommitProperties::default()
                     .with_application_transaction(Transaction::new(&app, tail.id().last as i64))
-                    .with_max_retries(0);
+                    .with_max_retries(0)
+                    // Checkpoints are the sink's own step after the commit (see checkpoint_due).
+                    .with_create_checkpoint(false);
                 let snapshot = table
                     .snapshot()
                     .map_err(|e| error(e, "reading the snapshot"))?;
@@ -312,6 +341,9 @@ impl Sink for DeltaSink {
                 match commit {
                     Ok(done_commit) => {
                         debug!(batch = %batch.id(), version = done_commit.version(), attempt, "committed");
+                        // The new version is known: the next batch needs no reload to see it.
+                        table.state = Some(done_commit.snapshot());
+                        self.checkpoint_due(table).await;
                         report = WriteReport {
                             written: tail.len() as u64,
                             already_present: (fit.len() - tail.len()) as u64,
