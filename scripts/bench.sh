@@ -9,6 +9,10 @@ bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
 profile="${PICO_BENCH_PROFILE:-release}"
 echo "building pico-bench ($profile profile; a first release build takes 15-25 minutes)..." >&2
-cargo build --profile "$profile" -p pico-suite --bin pico-bench
+# No benchmark uses SurrealDB: the release build leaves out its engine (the dev build is CI's
+# test build, with default features, reused as it is).
+features=()
+[ "$profile" = dev ] || features=(--no-default-features)
+cargo build --profile "$profile" -p pico-suite --bin pico-bench "${features[@]}"
 dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
 exec "$CARGO_TARGET_DIR/$dir/pico-bench" "$@"

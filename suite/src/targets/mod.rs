@@ -16,6 +16,7 @@ pub mod quickwit;
 mod redshift;
 mod s3;
 mod stdout;
+#[cfg(feature = "surrealdb")]
 mod surrealdb;
 
 use pico_sink::Envelope;
@@ -42,6 +43,7 @@ pub use quickwit::QuickwitTarget;
 pub use redshift::RedshiftTarget;
 pub use s3::S3Target;
 pub use stdout::StdoutTarget;
+#[cfg(feature = "surrealdb")]
 pub use surrealdb::SurrealTarget;
 
 /// Every target, in table order.
@@ -59,6 +61,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(DeltaS3Target),
         Box::new(IcebergTarget),
         Box::new(IcebergS3Target),
+        #[cfg(feature = "surrealdb")]
         Box::new(SurrealTarget),
         Box::new(ElasticsearchTarget),
         Box::new(MongoTarget),
