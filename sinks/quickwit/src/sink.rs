@@ -144,12 +144,12 @@ impl QuickwitSink {
     ) -> Result<Attempt, SinkError> {
         let mut body = String::new();
         for doc in docs {
-            if !body.is_empty() && body.len() + doc.len() + 1 > MAX_INGEST_BYTES {
-                if let refused @ Attempt::Refused(_) =
+            if !body.is_empty()
+                && body.len() + doc.len() + 1 > MAX_INGEST_BYTES
+                && let refused @ Attempt::Refused(_) =
                     self.ingest(std::mem::take(&mut body)).await?
-                {
-                    return Ok(refused);
-                }
+            {
+                return Ok(refused);
             }
             body.push_str(doc);
             body.push('\n');
