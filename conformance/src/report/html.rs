@@ -117,11 +117,7 @@ pub fn render_html(report: &Report) -> String {
     }
     h.push_str("</table>\n");
 
-    let skipped: Vec<&TargetReport> = report
-        .targets
-        .iter()
-        .filter(|t| t.status != TargetStatus::Verified)
-        .collect();
+    let skipped = report.unverified();
     if !skipped.is_empty() {
         h.push_str("<h2>Not verified here</h2>\n<ul>\n");
         for t in skipped {

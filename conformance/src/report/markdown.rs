@@ -153,11 +153,7 @@ pub fn render_markdown(report: &Report) -> String {
         md.push('\n');
     }
 
-    let skipped: Vec<&TargetReport> = report
-        .targets
-        .iter()
-        .filter(|t| t.status != TargetStatus::Verified)
-        .collect();
+    let skipped = report.unverified();
     if !skipped.is_empty() {
         let _ = writeln!(md, "\n## Not verified here\n");
         let _ = writeln!(md, "| target | crate | reason | date |\n|---|---|---|---|");

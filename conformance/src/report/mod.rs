@@ -125,6 +125,14 @@ impl Report {
         }
     }
 
+    /// The targets that did not run here (skipped with their reason).
+    pub fn unverified(&self) -> Vec<&TargetReport> {
+        self.targets
+            .iter()
+            .filter(|t| t.status != TargetStatus::Verified)
+            .collect()
+    }
+
     /// Replaces what `newer` covers (per target, per scenario), keeping the rest.
     pub fn merge(&mut self, newer: Report) {
         for t in newer.targets {

@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::report::{
-    Report, ScenarioReport, TargetStatus, Verdict, render_crate_verdicts, render_html,
-    render_markdown, splice_verdicts,
+    Report, ScenarioReport, Verdict, render_crate_verdicts, render_html, render_markdown,
+    splice_verdicts,
 };
 use pico_conformance::runner::{self, Progress, RunOptions};
 use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
@@ -272,9 +272,8 @@ async fn run(
 
     let cells: usize = report.targets.iter().map(|t| t.scenarios.len()).sum();
     let skipped: Vec<&str> = report
-        .targets
-        .iter()
-        .filter(|t| t.status != TargetStatus::Verified)
+        .unverified()
+        .into_iter()
         .map(|t| t.target.as_str())
         .collect();
     let failures = report.failures();
