@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
 use deltalake::kernel::{Action, Transaction};
 use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::table::state::DeltaTableState;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
 use pico_sink::identity::Scope;
@@ -163,7 +164,12 @@ impl DeltaSink {
     /// at versions divisible by the interval and gives up on a failed one, so under a lossy
     /// network the log segment grew until no read could finish (measured: 100 failed attempts in
     /// a row at ~130 versions). A failed checkpoint never fails the batch: it is committed.
-    async fn checkpoint_due(&self, table: &DeltaTable) {
+    ///
+    /// After a checkpoint the held state is rebuilt from it: delta-rs extends a held snapshot
+    /// commit by commit and never moves it onto a newer checkpoint, so without the rebuild every
+    /// watermark read still replays every commit since the table was opened (measured: log
+    /// segments of 87 commits and no checkpoint at version 151, while checkpoints existed).
+    async fn checkpoint_due(&self, table: &mut DeltaTable) {
         let commits = self.since_checkpoint.fetch_add(1, Ordering::Relaxed) + 1;
         if commits < self.config.checkpoint_interval.max(1) {
             return;
@@ -172,6 +178,12 @@ impl DeltaSink {
             Ok(()) => {
                 self.since_checkpoint.store(0, Ordering::Relaxed);
                 debug!(version = ?table.version(), "checkpoint written");
+                match DeltaTableState::try_new(table.log_store().as_ref(), None).await {
+                    Ok(state) => table.state = Some(state),
+                    // The held state stays valid, only longer to read; the next checkpoint
+                    // tries again.
+                    Err(e) => warn!(error = %e, "reloading from the checkpoint failed"),
+                }
             }
             Err(e) => {
                 warn!(error = %e, commits, "checkpoint failed; tried again after the next commit");
@@ -343,7 +355,7 @@ impl Sink for DeltaSink {
                         debug!(batch = %batch.id(), version = done_commit.version(), attempt, "committed");
                         // The new version is known: the next batch needs no reload to see it.
                         table.state = Some(done_commit.snapshot());
-                        self.checkpoint_due(table).await;
+                        self.checkpoint_due(&mut *table).await;
                         report = WriteReport {
                             written: tail.len() as u64,
                             already_present: (fit.len() - tail.len()) as u64,
