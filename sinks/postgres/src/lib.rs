@@ -27,7 +27,8 @@
 //! ```
 //!
 //! Bad input is reported per record as [`pico_sink::SinkError::Rejected`] while the rest of the
-//! batch is written: a value that is not JSON (for a `jsonb` column) or holds `\u0000`, a NUL in
+//! batch is written: a value that is not JSON (for a `jsonb` column; the server's jsonb input
+//! judges it, the sink checks only UTF-8 and emptiness itself) or holds `\u0000`, a NUL in
 //! the topic or a header name, an offset above `i64::MAX`, a partition above `i32::MAX`, a
 //! timestamp outside PostgreSQL's range, and anything the server refuses with a data error
 //! (class 22/23: a mapped field that does not cast, say) — the batch is split until the
@@ -36,6 +37,7 @@
 //! what to change.
 
 mod config;
+mod copy_binary;
 mod rows;
 mod schema;
 mod sink;

@@ -11,12 +11,13 @@ use crate::config::{PostgresSinkConfig, ValueColumn};
 /// The value as it goes to the server.
 #[derive(Debug, Clone)]
 pub(crate) enum Value {
-    /// JSON text for a jsonb column (sent as is; the server parses it).
-    Json(String),
+    /// UTF-8 JSON text for a jsonb column, sent as is: the server parses and validates it (a
+    /// value it refuses fails the batch with a data error, and the batch is split until that
+    /// record is isolated and rejected with the server's reason).
+    Json(Bytes),
     /// Bytes for a bytea column.
     Bytes(Bytes),
 }
-
 /// One record ready to write.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
@@ -48,38 +49,31 @@ fn row(
     record: &pico_sink::Record,
 ) -> Result<Row, String> {
     let common = common_fields(&config.scope, record)?;
-    let needs_json = config.value_column == ValueColumn::Jsonb && config.keep_value
-        || !config.mapped_columns.is_empty();
-    let parsed = if needs_json {
-        let text = std::str::from_utf8(&record.value)
+    let json_value = config.value_column == ValueColumn::Jsonb && config.keep_value;
+    if json_value || !config.mapped_columns.is_empty() {
+        // Cheap checks with clear reasons; the full JSON check is the server's (jsonb input),
+        // so a first write does not parse every payload twice.
+        std::str::from_utf8(&record.value)
             .map_err(|_| "value is not UTF-8, so not JSON".to_owned())?;
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            if record.value.is_empty() {
-                "value is empty (a tombstone?), not JSON".to_owned()
-            } else {
-                format!("value is not JSON: {e}")
-            }
-        })?;
+        if record.value.is_empty() {
+            return Err("value is empty (a tombstone?), not JSON".into());
+        }
+    }
+    let mapped = if config.mapped_columns.is_empty() {
+        Vec::new()
+    } else {
+        // Mapped columns need the parsed document.
+        let v: serde_json::Value =
+            serde_json::from_slice(&record.value).map_err(|e| format!("value is not JSON: {e}"))?;
         if json_has_nul(&v) {
             return Err("value holds \\u0000, which jsonb cannot store".into());
         }
-        Some((text, v))
-    } else {
-        None
+        extract_mapped(&v, &config.mapped_columns)?
     };
-    let mapped = match &parsed {
-        Some((_, v)) if !config.mapped_columns.is_empty() => {
-            extract_mapped(v, &config.mapped_columns)?
-        }
-        _ => Vec::new(),
-    };
-    let value = if !config.keep_value {
-        None
-    } else {
-        match (config.value_column, &parsed) {
-            (ValueColumn::Jsonb, Some((text, _))) => Some(Value::Json((*text).to_owned())),
-            _ => Some(Value::Bytes(record.value.clone())),
-        }
+    let value = match (config.keep_value, json_value) {
+        (false, _) => None,
+        (true, true) => Some(Value::Json(record.value.clone())),
+        (true, false) => Some(Value::Bytes(record.value.clone())),
     };
     Ok(Row {
         index,

@@ -4,10 +4,9 @@ use std::error::Error;
 use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use futures_util::pin_mut;
+use futures_util::{SinkExt, pin_mut};
 use pico_pg_common::{Failure, classify, quote_ident};
 use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
-use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Transaction};
@@ -15,6 +14,7 @@ use tokio_postgres::{Client, Transaction};
 use pico_pg_common::ConflictAction;
 
 use crate::config::{PostgresSinkConfig, ValueColumn};
+use crate::copy_binary::CopyEncoder;
 use crate::rows::{Row, Value};
 
 /// JSON text sent as `jsonb` without parsing it on the client (the binary jsonb format is a
@@ -23,9 +23,29 @@ use crate::rows::{Row, Value};
 pub struct RawJsonb<'a>(pub &'a str);
 
 impl ToSql for RawJsonb<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        JsonText(self.0.as_bytes()).to_sql(ty, out)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB
+    }
+
+    to_sql_checked!();
+}
+
+/// [`RawJsonb`] over bytes the sink checked to be UTF-8.
+#[derive(Debug, Clone, Copy)]
+struct JsonText<'a>(&'a [u8]);
+
+impl ToSql for JsonText<'_> {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         out.put_u8(1);
-        out.put_slice(self.0.as_bytes());
+        out.put_slice(self.0);
         Ok(IsNull::No)
     }
 
@@ -50,7 +70,8 @@ pub(crate) struct Statements {
     digest: bool,
     from_stage: String,
     from_unnest: String,
-    copy_types: Vec<Type>,
+    /// Fields per COPY row.
+    copy_fields: usize,
 }
 
 /// A stored column: name, staging type. `pico_digest` (when the table has it) comes before the
@@ -74,17 +95,6 @@ fn columns(config: &PostgresSinkConfig, digest: bool) -> Vec<(String, String)> {
         cols.push((m.column.clone(), "text".into()));
     }
     cols
-}
-
-fn type_of(staging: &str) -> Type {
-    match staging {
-        "int4" => Type::INT4,
-        "int8" => Type::INT8,
-        "bytea" => Type::BYTEA,
-        "jsonb" => Type::JSONB,
-        "timestamptz" => Type::TIMESTAMPTZ,
-        _ => Type::TEXT,
-    }
 }
 
 fn fnv(text: &str) -> u64 {
@@ -182,7 +192,7 @@ impl Statements {
                 select("u"),
                 unnest_args.join(", ")
             )),
-            copy_types: cols.iter().map(|(_, t)| type_of(t)).collect(),
+            copy_fields: cols.len(),
             digest,
         }
     }
@@ -194,7 +204,7 @@ struct Columns<'a> {
     partitions: Vec<i32>,
     offsets: Vec<i64>,
     keys: Vec<Option<&'a [u8]>>,
-    json_values: Vec<Option<RawJsonb<'a>>>,
+    json_values: Vec<Option<JsonText<'a>>>,
     byte_values: Vec<Option<&'a [u8]>>,
     headers: Vec<Option<RawJsonb<'a>>>,
     ts: Vec<Option<SystemTime>>,
@@ -222,7 +232,7 @@ impl<'a> Columns<'a> {
             c.offsets.push(r.offset);
             c.keys.push(r.key.as_deref());
             match &r.value {
-                Some(Value::Json(t)) => c.json_values.push(Some(RawJsonb(t))),
+                Some(Value::Json(t)) => c.json_values.push(Some(JsonText(t))),
                 Some(Value::Bytes(b)) => c.byte_values.push(Some(b)),
                 None => {}
             }
@@ -257,32 +267,6 @@ impl<'a> Columns<'a> {
     }
 }
 
-fn row_params<'a>(
-    row: &'a Row,
-    key: &'a Option<Bytes>,
-    value: Option<Box<dyn ToSql + Sync + Send + 'a>>,
-    digest: bool,
-) -> Vec<Box<dyn ToSql + Sync + Send + 'a>> {
-    let mut p: Vec<Box<dyn ToSql + Sync + Send + 'a>> = vec![
-        Box::new(row.topic.as_str()),
-        Box::new(row.partition),
-        Box::new(row.offset),
-        Box::new(key.as_deref()),
-    ];
-    if let Some(v) = value {
-        p.push(v);
-    }
-    p.push(Box::new(row.headers.as_deref().map(RawJsonb)));
-    p.push(Box::new(row.ts));
-    if digest {
-        p.push(Box::new(row.digest));
-    }
-    for m in &row.mapped {
-        p.push(Box::new(m.as_deref()));
-    }
-    p
-}
-
 /// Binary COPY of `rows` with `sql` (into the staging table or the target).
 async fn copy_rows(
     tx: &Transaction<'_>,
@@ -291,24 +275,36 @@ async fn copy_rows(
     config: &PostgresSinkConfig,
     rows: &[Row],
 ) -> Result<(), tokio_postgres::Error> {
-    let sink = tx.copy_in(sql).await?;
-    let writer = BinaryCopyInWriter::new(sink, &stmts.copy_types);
-    pin_mut!(writer);
+    let sink = tx.copy_in::<_, Bytes>(sql).await?;
+    pin_mut!(sink);
+    let mut enc = CopyEncoder::new();
     for row in rows {
-        let value: Option<Box<dyn ToSql + Sync + Send>> = match (&row.value, config.keep_value) {
-            (_, false) => None,
-            (Some(Value::Json(t)), true) => Some(Box::new(RawJsonb(t))),
-            (Some(Value::Bytes(b)), true) => Some(Box::new(b.as_ref())),
-            (None, true) => Some(Box::new(Option::<&[u8]>::None)),
-        };
-        let params = row_params(row, &row.key, value, stmts.digest);
-        let refs: Vec<&(dyn ToSql + Sync)> = params
-            .iter()
-            .map(|b| b.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        writer.as_mut().write(&refs).await?;
+        enc.row(stmts.copy_fields);
+        enc.text(Some(&row.topic));
+        enc.int4(row.partition);
+        enc.int8(row.offset);
+        enc.bytea(row.key.as_deref());
+        if config.keep_value {
+            match &row.value {
+                Some(Value::Json(text)) => enc.jsonb(Some(text)),
+                Some(Value::Bytes(b)) => enc.bytea(Some(b)),
+                None => enc.bytea(None),
+            }
+        }
+        enc.jsonb(row.headers.as_deref().map(str::as_bytes));
+        enc.timestamptz(row.ts);
+        if stmts.digest {
+            enc.int8(row.digest);
+        }
+        for m in &row.mapped {
+            enc.text(m.as_deref());
+        }
+        if let Some(chunk) = enc.take_chunk() {
+            sink.send(chunk).await?;
+        }
     }
-    writer.finish().await?;
+    sink.send(enc.finish()).await?;
+    sink.as_mut().finish().await?;
     Ok(())
 }
 
