@@ -10,6 +10,8 @@
 //! * the offset is also written as the integer field `pico_offset`.
 //!
 //! A replay of a record lands on exactly the point it wrote before: **overwritten in place**.
+//! An exact replay of a batch is not even rewritten: the batch's last point carries a seal
+//! written after the batch (see [`SEAL_FIRST`]), and one query of that point answers it.
 //! Two distinct records could share a point only if one partition held two offsets a multiple of
 //! 1 000 000 apart with the same millisecond timestamp (a million records in one millisecond of
 //! one partition), and records of different partitions or topics differ in their tags.
@@ -34,10 +36,12 @@
 mod config;
 mod line;
 mod probe;
+mod seal;
 mod sink;
 
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};
 pub use line::{DIGEST_FIELD, OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
+pub use seal::{SEAL_COUNT, SEAL_DIGEST, SEAL_FIELDS, SEAL_FIRST};
 pub use sink::InfluxSink;
 
 /// The README's examples, compiled as doctests.

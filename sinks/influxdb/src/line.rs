@@ -164,13 +164,25 @@ fn field_value(name: &str, v: &serde_json::Value) -> Result<Option<String>, Stri
     })
 }
 
+/// A JSON record's point: its line, and where it lands (for the batch seal's query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JsonPoint {
+    /// The line-protocol line.
+    pub line: String,
+    /// Every tag of the series, unescaped: each mapping tag (an empty value where the record
+    /// has none, which InfluxQL matches as "no such tag"), then `pico_partition`, `pico_topic`.
+    pub tags: Vec<(String, String)>,
+    /// The point time, ns.
+    pub time: i64,
+}
+
 /// The point of a JSON object payload.
 pub(crate) fn json_point(
     mapping: &PointMapping,
     scope: &Scope,
     record: &Record,
     policy: TimestampPolicy,
-) -> Result<String, String> {
+) -> Result<JsonPoint, String> {
     let doc: serde_json::Value =
         serde_json::from_slice(&record.value).map_err(|e| format!("value is not JSON: {e}"))?;
     let obj = doc
@@ -185,15 +197,17 @@ pub(crate) fn json_point(
         None => record.timestamp_ms,
     };
     let mut tags = Vec::new();
+    let mut series = Vec::with_capacity(mapping.tags.len() + 2);
     for t in &mapping.tags {
         let text = match obj.get(t) {
-            None | Some(serde_json::Value::Null) => continue,
+            None | Some(serde_json::Value::Null) => String::new(),
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
         };
         if t.starts_with("pico_") {
             return Err(format!("tag {t} collides with the sink's pico_ tags"));
         }
+        series.push((t.clone(), text.clone()));
         if !text.is_empty() {
             no_breaks(&format!("tag {t}"), &text)?;
             tags.push(format!(
@@ -227,14 +241,29 @@ pub(crate) fn json_point(
             fields.push(format!("{}={value}", key("a field name", name)?));
         }
     }
-    Ok(format!(
-        "{}{}{} {} {}",
-        measurement(&mapping.measurement)?,
-        tags.concat(),
-        pico_tags(scope, record)?,
-        fields.join(","),
-        time(ms, record, policy)?
-    ))
+    let time = time(ms, record, policy)?;
+    series.push((PARTITION_TAG.to_owned(), record.id.partition.to_string()));
+    series.push((
+        TOPIC_TAG.to_owned(),
+        scope.qualified_topic(&record.id.topic).into_owned(),
+    ));
+    Ok(JsonPoint {
+        line: format!(
+            "{}{}{} {} {time}",
+            measurement(&mapping.measurement)?,
+            tags.concat(),
+            pico_tags(scope, record)?,
+            fields.join(","),
+        ),
+        tags: series,
+        time,
+    })
+}
+
+/// The series key of a line (measurement and tags, as written): everything before the first
+/// unescaped space.
+pub(crate) fn series_key(line: &str) -> &str {
+    &line[..section_end(line, 0, false)]
 }
 
 /// End of the section starting at `from` (first unescaped space, outside quotes when `quotes`).
@@ -313,6 +342,21 @@ mod tests {
         )
         .with_timestamp_ms(1_700_000_000_000);
         let p = json_point(&mapping(), &Scope::default(), &r, TimestampPolicy::Reject).unwrap();
+        assert_eq!(p.time, 1_700_000_000_000_000_007);
+        assert_eq!(
+            p.tags,
+            [
+                ("region", "east"),
+                ("pico_partition", "3"),
+                ("pico_topic", "a b,c")
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert_eq!(
+            series_key(&p.line),
+            r"readings,region=east,pico_partition=3,pico_topic=a\ b\,c"
+        );
+        let p = p.line;
         assert_eq!(
             p,
             format!(
@@ -326,7 +370,8 @@ mod tests {
     fn backslashes_stay_literal_where_influx_keeps_them() {
         let r = Record::new(RecordId::new("a\\;b", 0, 1), "{}").with_timestamp_ms(1);
         let p = json_point(&mapping(), &Scope::default(), &r, TimestampPolicy::Reject).unwrap();
-        assert!(p.contains("pico_topic=a\\;b "), "{p}");
+        assert!(p.line.contains("pico_topic=a\\;b "), "{p:?}");
+        assert_eq!(p.tags[0], ("region".to_owned(), String::new()));
     }
 
     #[test]

@@ -11,14 +11,23 @@
 
 use serde::Deserialize;
 
+/// An InfluxQL identifier: double-quoted, with `\` and `"` escaped.
+pub(crate) fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// An InfluxQL string literal: single-quoted, with `\` and `'` escaped.
+pub(crate) fn literal(value: &str) -> String {
+    format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 /// The query of a probe.
 pub(crate) fn query(measurement: &str, topic: &str, partition: u32, from: i64, to: i64) -> String {
-    let quote = |s: &str| s.replace('\\', "\\\\").replace('\'', "\\'");
     format!(
-        "SELECT count(\"pico_offset\"), sum(\"pico_digest\") FROM \"{}\" WHERE \"pico_topic\" = '{}' \
+        "SELECT count(\"pico_offset\"), sum(\"pico_digest\") FROM {} WHERE \"pico_topic\" = {} \
          AND \"pico_partition\" = '{partition}' AND time >= {from} AND time <= {to}",
-        measurement.replace('\\', "\\\\").replace('"', "\\\""),
-        quote(topic)
+        ident(measurement),
+        literal(topic)
     )
 }
 

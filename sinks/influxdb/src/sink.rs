@@ -6,11 +6,12 @@ use pico_sink::{
     WriteReport, convert_records,
 };
 use reqwest::StatusCode;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::config::{Api, InfluxSinkConfig, Payload};
-use crate::line::{digest31, json_point, line_point};
+use crate::line::{JsonPoint, digest31, json_point, line_point};
 use crate::probe;
+use crate::seal::{self, Found, Seal};
 
 /// Writes points whose identity is the record's; see the crate docs.
 pub struct InfluxSink {
@@ -101,26 +102,83 @@ impl InfluxSink {
         };
         let topic = self.config.scope.qualified_topic(batch.topic());
         let q = probe::query(&mapping.measurement, &topic, batch.partition(), *from, *to);
-        let (db, rp) = self.database();
-        let Ok(mut url) = reqwest::Url::parse(&self.config.url).and_then(|u| u.join("query"))
-        else {
-            return false;
-        };
-        url.query_pairs_mut()
-            .append_pair("db", db)
-            .append_pair("q", &q);
-        if let Some(rp) = rp {
-            url.query_pairs_mut().append_pair("rp", rp);
-        }
-        let answer = match self.authorize(self.client.get(url)).send().await {
-            Ok(r) if r.status().is_success() => r.text().await.ok(),
-            _ => None,
-        };
+        let answer = self.query(&q).await;
         let expected: i64 = lines.iter().map(|(r, _)| digest31(r)).sum();
         matches!(
             answer.as_deref().and_then(probe::read),
             Some((count, sum)) if count == lines.len() as i64 && sum == expected
         )
+    }
+
+    /// The seal this batch would carry, and its last record's point (JSON payloads only).
+    fn expected_seal(&self, batch: &Batch) -> Option<(Seal, JsonPoint)> {
+        let Payload::Json(mapping) = &self.config.payload else {
+            return None;
+        };
+        let last = batch.records().last()?;
+        let point = json_point(
+            mapping,
+            &self.config.scope,
+            last,
+            self.config.timestamp_policy,
+        )
+        .ok()?;
+        let seal = Seal {
+            first: i64::try_from(batch.id().first).ok()?,
+            count: batch.len() as i64,
+            digest: batch.records().iter().map(digest31).sum(),
+        };
+        Some((seal, point))
+    }
+
+    /// What the batch's last point holds (see [`crate::seal`]); `None` when it cannot be told
+    /// (line-protocol payloads, a last record the sink rejects, a query that fails).
+    async fn find_seal(&self, batch: &Batch) -> Option<Found> {
+        let (expected, point) = self.expected_seal(batch)?;
+        let Payload::Json(mapping) = &self.config.payload else {
+            return None;
+        };
+        let last = batch.records().last()?;
+        let body = self
+            .query(&seal::query(&mapping.measurement, &point.tags, point.time))
+            .await?;
+        seal::read(&body, expected, digest31(last))
+    }
+
+    /// Seals a batch whose every point was written. A seal that cannot be written costs the
+    /// next replay a count probe, nothing else: the batch is stored, so this never fails it.
+    async fn seal(&self, batch: &Batch, lines: &[(&Record, String)]) {
+        let (Some((seal, point)), Some((_, last_line))) = (self.expected_seal(batch), lines.last())
+        else {
+            return;
+        };
+        match self.post(seal::line(last_line, point.time, seal)).await {
+            Ok(Answer::Written) => {}
+            Ok(Answer::Refused(reason)) => {
+                warn!(batch = %batch.id(), %reason, "the batch's seal was refused; a replay will count its points")
+            }
+            Err(e) => {
+                debug!(batch = %batch.id(), error = %e, "the batch's seal was not written; a replay will count its points")
+            }
+        }
+    }
+
+    /// The body of a successful `/query` for `q`; `None` on any failure.
+    async fn query(&self, q: &str) -> Option<String> {
+        let (db, rp) = self.database();
+        let mut url = reqwest::Url::parse(&self.config.url)
+            .and_then(|u| u.join("query"))
+            .ok()?;
+        url.query_pairs_mut()
+            .append_pair("db", db)
+            .append_pair("q", q);
+        if let Some(rp) = rp {
+            url.query_pairs_mut().append_pair("rp", rp);
+        }
+        match self.authorize(self.client.get(url)).send().await {
+            Ok(r) if r.status().is_success() => r.text().await.ok(),
+            _ => None,
+        }
     }
 
     fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
@@ -212,10 +270,16 @@ impl Sink for InfluxSink {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let found = self.find_seal(batch).await;
+        if found == Some(Found::Sealed) {
+            debug!(batch = %batch.id(), "the batch's seal is on its last point: nothing written");
+            return Ok(WriteReport::already_present(batch.len()).into());
+        }
         let (lines, mut rejected) = convert_records(batch, |_, record| {
             let point = match &self.config.payload {
                 Payload::Json(m) => {
                     json_point(m, &self.config.scope, record, self.config.timestamp_policy)
+                        .map(|p| p.line)
                 }
                 Payload::LineProtocol => {
                     line_point(&self.config.scope, record, self.config.timestamp_policy)
@@ -223,8 +287,11 @@ impl Sink for InfluxSink {
             };
             point.map(|line| (record, line))
         });
-        if rejected.is_empty() && self.all_present(batch, &lines).await {
+        // No point of the batch stored with this content: counting its points cannot help.
+        let may_be_stored = found != Some(Found::Absent);
+        if rejected.is_empty() && may_be_stored && self.all_present(batch, &lines).await {
             debug!(batch = %batch.id(), "every point is stored with this content: nothing written");
+            self.seal(batch, &lines).await;
             return Ok(WriteReport::already_present(batch.len()).into());
         }
         let mut plan = Isolator::new(lines.len());
@@ -242,6 +309,9 @@ impl Sink for InfluxSink {
         }
         let (report, refused) = plan.finish_rejecting(|i| lines[i].0.id.clone());
         rejected.extend(refused);
+        if rejected.is_empty() && report.written == batch.len() as u64 {
+            self.seal(batch, &lines).await;
+        }
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
         Ok(Outcome::new(report, rejected))
     }
@@ -254,9 +324,9 @@ impl Sink for InfluxSink {
         Description::new(
             "influxdb",
             "point = measurement + your tags + pico_topic/pico_partition tags + time (ms in ns \
-             plus offset mod 1e6); pico_offset and pico_digest fields; a probe of the batch's \
-             points (count, digest sum) skips an exact replay, otherwise a replay rewrites the \
-             same points",
+             plus offset mod 1e6); pico_offset and pico_digest fields; a seal on the batch's \
+             last point (first offset, count, digest sum), else a probe of its points, skips an \
+             exact replay; otherwise a replay rewrites the same points",
             Claim::OverwrittenInPlace,
         )
         .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_influxdb::{
     DIGEST_FIELD, InfluxSink, InfluxSinkConfig, OFFSET_FIELD, PARTITION_TAG, Payload, PointMapping,
-    TOPIC_TAG,
+    SEAL_FIELDS, TOPIC_TAG,
 };
 use tokio::sync::Mutex;
 
@@ -176,8 +176,10 @@ impl Destination for InfluxDestination {
                                 partition = v.as_str().and_then(|p| p.parse::<u32>().ok())
                             }
                             OFFSET_FIELD => offset = v.as_u64(),
-                            // The sink's content digest, for its replay probe: not payload.
+                            // The sink's content digest and batch seals, for its replay
+                            // probes: not payload.
                             DIGEST_FIELD => {}
+                            name if SEAL_FIELDS.contains(&name) => {}
                             _ if v.is_null() => {}
                             name => {
                                 doc.insert(name.to_owned(), v.clone());
