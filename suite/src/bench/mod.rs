@@ -78,8 +78,16 @@ pub async fn time_sink(sink: &dyn Sink, b: &Batch) -> Result<(Duration, Duration
         ));
     }
     let started = Instant::now();
-    sink.consume(b).await.map_err(|e| e.to_string())?;
-    Ok((first_time, started.elapsed()))
+    let replay = sink.consume(b).await.map_err(|e| e.to_string())?;
+    let replay_time = started.elapsed();
+    if replay.written != 0 {
+        return Err(format!(
+            "the replay wrote {} of {} records: it was not answered as already present",
+            replay.written,
+            b.len()
+        ));
+    }
+    Ok((first_time, replay_time))
 }
 
 /// One repetition: the raw path, the sink's first write and its replay.

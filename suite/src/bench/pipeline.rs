@@ -10,7 +10,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::postgres::raw_copy;
+use super::postgres::{RawTable, raw_copy};
 use super::report::{BenchSize, PipelineBench};
 use super::{batch, record};
 use crate::crash::{PARTITIONS, committed};
@@ -154,7 +154,7 @@ pub async fn pipeline(size: BenchSize) -> Result<PipelineBench, String> {
     broker.create_topic(&topic, PARTITIONS).await?;
     produce(&broker.brokers, &topic, n).await?;
     let raw_consume_ms = raw_consume(&broker.brokers, &topic, n).await?;
-    let raw_copy_ms = raw_copy(pg.url(), "raw_e2e", &batch(0, 0, n)).await?;
+    let raw_copy_ms = raw_copy(pg.url(), "raw_e2e", RawTable::Unlogged, &batch(0, 0, n)).await?;
     let (end_to_end_ms, batch_records) = end_to_end(&broker.brokers, &topic, pg.url()).await?;
     let result = PipelineBench {
         broker: broker.info(),
