@@ -164,7 +164,7 @@ async fn measure(size: BenchSize, flavour: Flavour) -> Result<SinkBench, String>
                 .collect();
             let keyed_ms = median(times).as_secs_f64() * 1000.0;
             format!(
-                "{sink}: {} records: the same binary COPY into a logged table with the sink's \
+                "{} records: the same binary COPY into a logged table with the sink's \
                  primary key takes {:.2} of the anchor's throughput; the first write reaches {:.2} \
                  of that keyed COPY",
                 row.records,
