@@ -131,10 +131,10 @@ impl InfluxSink {
         Some((seal, point))
     }
 
-    /// What the batch's last point holds (see [`crate::seal`]); `None` when it cannot be told
-    /// (line-protocol payloads, a last record the sink rejects, a query that fails).
-    async fn find_seal(&self, batch: &Batch) -> Option<Found> {
-        let (expected, point) = self.expected_seal(batch)?;
+    /// What the batch's last point holds (see [`crate::seal`]), for the `expected` seal and
+    /// last point of [`InfluxSink::expected_seal`]; `None` when the query fails.
+    async fn find_seal(&self, batch: &Batch, expected: &(Seal, JsonPoint)) -> Option<Found> {
+        let (seal, point) = expected;
         let Payload::Json(mapping) = &self.config.payload else {
             return None;
         };
@@ -142,17 +142,21 @@ impl InfluxSink {
         let body = self
             .query(&seal::query(&mapping.measurement, &point.tags, point.time))
             .await?;
-        seal::read(&body, expected, digest31(last))
+        seal::read(&body, *seal, digest31(last))
     }
 
     /// Seals a batch whose every point was written. A seal that cannot be written costs the
     /// next replay a count probe, nothing else: the batch is stored, so this never fails it.
-    async fn seal(&self, batch: &Batch, lines: &[(&Record, String)]) {
-        let (Some((seal, point)), Some((_, last_line))) = (self.expected_seal(batch), lines.last())
-        else {
+    async fn seal(
+        &self,
+        batch: &Batch,
+        expected: Option<&(Seal, JsonPoint)>,
+        lines: &[(&Record, String)],
+    ) {
+        let (Some((seal, point)), Some((_, last_line))) = (expected, lines.last()) else {
             return;
         };
-        match self.post(seal::line(last_line, point.time, seal)).await {
+        match self.post(seal::line(last_line, point.time, *seal)).await {
             Ok(Answer::Written) => {}
             Ok(Answer::Refused(reason)) => {
                 warn!(batch = %batch.id(), %reason, "the batch's seal was refused; a replay will count its points")
@@ -270,7 +274,12 @@ impl Sink for InfluxSink {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        let found = self.find_seal(batch).await;
+        // The seal is derived once: the probe before writing and the seal after use it.
+        let expected = self.expected_seal(batch);
+        let found = match &expected {
+            Some(e) => self.find_seal(batch, e).await,
+            None => None,
+        };
         if found == Some(Found::Sealed) {
             debug!(batch = %batch.id(), "the batch's seal is on its last point: nothing written");
             return Ok(WriteReport::already_present(batch.len()).into());
@@ -291,7 +300,7 @@ impl Sink for InfluxSink {
         let may_be_stored = found != Some(Found::Absent);
         if rejected.is_empty() && may_be_stored && self.all_present(batch, &lines).await {
             debug!(batch = %batch.id(), "every point is stored with this content: nothing written");
-            self.seal(batch, &lines).await;
+            self.seal(batch, expected.as_ref(), &lines).await;
             return Ok(WriteReport::already_present(batch.len()).into());
         }
         let mut plan = Isolator::new(lines.len());
@@ -310,7 +319,7 @@ impl Sink for InfluxSink {
         let (report, refused) = plan.finish_rejecting(|i| lines[i].0.id.clone());
         rejected.extend(refused);
         if rejected.is_empty() && report.written == batch.len() as u64 {
-            self.seal(batch, &lines).await;
+            self.seal(batch, expected.as_ref(), &lines).await;
         }
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
         Ok(Outcome::new(report, rejected))
