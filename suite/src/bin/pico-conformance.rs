@@ -358,6 +358,7 @@ fn main() -> ExitCode {
                 } else {
                     SuiteSize::Full
                 };
+                rt.spawn(pico_suite::servers::reaper::stop_on_signal());
                 rt.block_on(run(sinks, scenarios, provider, size, out, no_write))
             }
             Err(e) => Err(format!("starting the runtime: {e}")),

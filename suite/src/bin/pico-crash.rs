@@ -188,7 +188,10 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt.block_on(run(cli)),
+        Ok(rt) => {
+            rt.spawn(pico_suite::servers::reaper::stop_on_signal());
+            rt.block_on(run(cli))
+        }
         Err(e) => Err(e.to_string()),
     };
     match result {

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+
+use crate::servers::reaper::Tracked;
 
 use crate::provide::{find_binary, free_port};
 use crate::servers::container::wait_http;
@@ -72,7 +74,7 @@ pub fn locate(server: &dyn BinaryServer) -> Result<PathBuf, String> {
 /// A server process started by [`start`]; stopped by [`NativeProcess::stop`] (or killed when
 /// dropped).
 pub struct NativeProcess {
-    child: Child,
+    child: Tracked,
     dir: tempfile::TempDir,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
@@ -114,6 +116,7 @@ pub async fn start(server: &dyn BinaryServer) -> Result<NativeProcess, String> {
         .stderr(log_err)
         .kill_on_drop(true)
         .spawn()
+        .map(Tracked::new)
         .map_err(|e| format!("starting {}: {e}", bin.display()))?;
     let process = NativeProcess {
         child,

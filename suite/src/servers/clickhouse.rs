@@ -10,7 +10,9 @@ use testcontainers_modules::clickhouse::ClickHouse;
 use testcontainers_modules::testcontainers::core::IntoContainerPort;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+
+use crate::servers::reaper::Tracked;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, find_binary, free_port};
@@ -27,7 +29,7 @@ pub struct ClickHouseServer {
 enum Keep {
     External,
     Docker(Box<ContainerAsync<ClickHouse>>),
-    Native(Box<(Child, tempfile::TempDir)>),
+    Native(Box<(Tracked, tempfile::TempDir)>),
 }
 
 impl ClickHouseServer {
@@ -100,6 +102,7 @@ impl ClickHouseServer {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
+            .map(Tracked::new)
             .map_err(|e| format!("starting clickhouse-server: {e}"))?;
         Ok(Self {
             url: format!("http://127.0.0.1:{http}"),

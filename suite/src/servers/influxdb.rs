@@ -7,7 +7,9 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+
+use crate::servers::reaper::Tracked;
 
 use crate::provide::{external_url, find_binary, free_port};
 use crate::servers::container::{ContainerSpec, Hosted, Kept, start, wait_http};
@@ -22,7 +24,7 @@ pub const V2_TOKEN: &str = "pico-token-0123456789";
 /// A running InfluxDB.
 pub struct InfluxServer {
     url: String,
-    child: Option<Child>,
+    child: Option<Tracked>,
     _dir: Option<tempfile::TempDir>,
     /// Set for InfluxDB 2 (v2 API): the container and the token.
     v2: Option<Hosted>,
@@ -101,6 +103,7 @@ impl InfluxServer {
             .stderr(log)
             .kill_on_drop(true)
             .spawn()
+            .map(Tracked::new)
             .map_err(|e| format!("starting influxd: {e}"))?;
         Ok(Self {
             url: format!("http://127.0.0.1:{http}"),

@@ -13,7 +13,9 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use testcontainers_modules::testcontainers::{ContainerAsync, GenericImage};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+
+use crate::servers::reaper::Tracked;
 
 use crate::provide::{external_url_var, find_binary, free_port};
 use crate::servers::container::{ContainerSpec, start};
@@ -39,7 +41,7 @@ struct Tansu {
     bin: std::path::PathBuf,
     dir: tempfile::TempDir,
     port: u16,
-    child: Option<Child>,
+    child: Option<Tracked>,
 }
 
 impl Tansu {
@@ -67,6 +69,7 @@ impl Tansu {
             .stderr(err)
             .kill_on_drop(true)
             .spawn()
+            .map(Tracked::new)
             .map_err(|e| format!("starting {}: {e}", self.bin.display()))?;
         self.child = Some(child);
         Ok(())

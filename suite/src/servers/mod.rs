@@ -6,4 +6,5 @@ pub mod container;
 pub mod influxdb;
 pub mod kafka;
 pub mod postgres;
+pub mod reaper;
 pub mod s3;

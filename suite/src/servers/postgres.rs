@@ -13,6 +13,7 @@ use tokio::process::Command;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, free_port};
+use crate::servers::reaper;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 
@@ -195,6 +196,8 @@ pub struct Throwaway {
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// The postmaster (a daemon, not our child), registered with the reaper while it runs.
+    postmaster: Option<u32>,
 }
 
 impl Throwaway {
@@ -211,11 +214,12 @@ impl Throwaway {
             run(Command::new("chown").arg("postgres:").arg(dir.path())).await?;
         }
         let port = free_port().map_err(|e| e.to_string())?;
-        let t = Self {
+        let mut t = Self {
             dir,
             bin,
             port,
             as_postgres,
+            postmaster: None,
         };
         let data = t.data();
         t.pg(&[
@@ -246,6 +250,13 @@ impl Throwaway {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             format!("{e}; server log: {tail}")
         })?;
+        // postmaster.pid starts with the postmaster's pid.
+        t.postmaster = std::fs::read_to_string(t.dir.path().join("data/postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().and_then(|l| l.trim().parse().ok()));
+        if let Some(pid) = t.postmaster {
+            reaper::adopt(pid);
+        }
         Ok(t)
     }
 
@@ -272,10 +283,30 @@ impl Throwaway {
     }
 
     /// `pg_ctl stop -m immediate`, then the temp dir goes.
-    pub async fn stop(self) -> Result<(), String> {
+    pub async fn stop(mut self) -> Result<(), String> {
         let data = self.data();
-        self.pg(&["pg_ctl", "-D", &data, "-m", "immediate", "-w", "stop"])
-            .await
+        let stopped = self
+            .pg(&["pg_ctl", "-D", &data, "-m", "immediate", "-w", "stop"])
+            .await;
+        if stopped.is_ok()
+            && let Some(pid) = self.postmaster.take()
+        {
+            reaper::forget(pid);
+        }
+        stopped
+    }
+}
+
+impl Drop for Throwaway {
+    /// A cluster dropped without [`Throwaway::stop`] (a failed scenario, a panic) is killed:
+    /// the postmaster is a daemon and would outlive its deleted data directory.
+    fn drop(&mut self) {
+        if let Some(pid) = self.postmaster.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-QUIT", &pid.to_string()])
+                .status();
+            reaper::forget(pid);
+        }
     }
 }
 

@@ -10,7 +10,9 @@ use testcontainers_modules::minio::MinIO;
 use testcontainers_modules::testcontainers::core::IntoContainerPort;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+
+use crate::servers::reaper::Tracked;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, find_binary, free_port};
@@ -37,7 +39,7 @@ enum Keep {
 
 /// A SeaweedFS process and what to clean up after it.
 struct Weed {
-    child: Child,
+    child: Tracked,
     _dir: tempfile::TempDir,
     grpc_ports: Vec<u16>,
 }
@@ -149,6 +151,7 @@ impl S3Server {
             .stderr(log)
             .kill_on_drop(true)
             .spawn()
+            .map(Tracked::new)
             .map_err(|e| format!("starting weed: {e}"))?;
         Ok(Self {
             endpoint: format!("http://127.0.0.1:{sp}"),
