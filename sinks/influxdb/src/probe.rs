@@ -51,18 +51,26 @@ struct Series {
     values: Vec<Vec<serde_json::Value>>,
 }
 
-/// `(count, sum)` from a `/query` answer; `(0, 0)` when no point matched; `None` when the
-/// answer is an error or not understood.
-pub(crate) fn read(body: &str) -> Option<(i64, i64)> {
+/// The first row of a `/query` answer: `Some(None)` when nothing matched (no series), `None`
+/// when the answer is an error or not understood (a series without rows included).
+pub(crate) fn first_row(body: &str) -> Option<Option<Vec<serde_json::Value>>> {
     let answer: Answer = serde_json::from_str(body).ok()?;
     let statement = answer.results.into_iter().next()?;
     if statement.error.is_some() {
         return None;
     }
     let Some(series) = statement.series.into_iter().next() else {
+        return Some(None);
+    };
+    series.values.into_iter().next().map(Some)
+}
+
+/// `(count, sum)` from a `/query` answer; `(0, 0)` when no point matched; `None` when the
+/// answer is an error or not understood.
+pub(crate) fn read(body: &str) -> Option<(i64, i64)> {
+    let Some(row) = first_row(body)? else {
         return Some((0, 0));
     };
-    let row = series.values.into_iter().next()?;
     Some((row.get(1)?.as_i64()?, row.get(2)?.as_i64()?))
 }
 

@@ -16,10 +16,8 @@
 //! batch's time range) — a replay of that batch is then skipped. Dropping the measurement or the
 //! series drops the seal with it.
 
-use serde::Deserialize;
-
 use crate::line::{DIGEST_FIELD, series_key};
-use crate::probe::{ident, literal};
+use crate::probe::{first_row, ident, literal};
 
 /// Integer field on a batch's last point: the batch's first offset.
 pub const SEAL_FIRST: &str = "pico_seal_first";
@@ -81,40 +79,10 @@ pub(crate) fn query(measurement: &str, tags: &[(String, String)], time: i64) -> 
     q
 }
 
-#[derive(Deserialize)]
-struct Answer {
-    #[serde(default)]
-    results: Vec<Statement>,
-}
-
-#[derive(Deserialize)]
-struct Statement {
-    #[serde(default)]
-    series: Vec<Series>,
-    #[serde(default)]
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Series {
-    #[serde(default)]
-    values: Vec<Vec<serde_json::Value>>,
-}
-
 /// Reads the answer of [`query`] for a batch with `expected` seal whose last record has
 /// `last_digest`; `None` when the answer is an error or not understood.
 pub(crate) fn read(body: &str, expected: Seal, last_digest: i64) -> Option<Found> {
-    let answer: Answer = serde_json::from_str(body).ok()?;
-    let statement = answer.results.into_iter().next()?;
-    if statement.error.is_some() {
-        return None;
-    }
-    let Some(row) = statement
-        .series
-        .into_iter()
-        .next()
-        .and_then(|s| s.values.into_iter().next())
-    else {
+    let Some(row) = first_row(body)? else {
         return Some(Found::Absent);
     };
     let int = |i: usize| row.get(i).and_then(serde_json::Value::as_i64);
