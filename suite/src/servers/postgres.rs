@@ -302,10 +302,7 @@ impl Drop for Throwaway {
     /// the postmaster is a daemon and would outlive its deleted data directory.
     fn drop(&mut self) {
         if let Some(pid) = self.postmaster.take() {
-            let _ = std::process::Command::new("kill")
-                .args(["-QUIT", &pid.to_string()])
-                .status();
-            reaper::forget(pid);
+            reaper::stop_adopted(pid, "-QUIT");
         }
     }
 }

@@ -85,13 +85,25 @@ pub fn kill_registered() -> usize {
 
 fn kill(pids: &[u32]) {
     for pid in pids {
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        if let Err(e) = killed {
-            eprintln!("could not kill server process {pid}: {e}");
-        }
+        send(*pid, "-KILL");
     }
+}
+
+/// Sends `signal` (`kill`'s spelling, e.g. `-QUIT`) to `pid`, reporting a failure to send.
+fn send(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+    if let Err(e) = sent {
+        eprintln!("could not signal server process {pid}: {e}");
+    }
+}
+
+/// Stops a process registered with [`adopt`] by `signal` and unregisters it (a daemon whose
+/// owner is dropped without stopping it).
+pub fn stop_adopted(pid: u32, signal: &str) {
+    send(pid, signal);
+    forget(pid);
 }
 
 /// Waits for SIGINT or SIGTERM, kills every registered server and exits with 128 + the signal.
