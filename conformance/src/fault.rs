@@ -78,6 +78,10 @@ pub struct FaultStats {
     pub refused: u64,
     /// Requests cut before they reached the destination (flaky mode).
     pub requests_cut: u64,
+    /// Requests that reached the destination (a new turn of the client on a proxied
+    /// connection, a call into the wrapped sink, a write into a captured writer): evidence that
+    /// a write was in progress when a scenario cut a `consume` short.
+    pub requests_sent: u64,
 }
 
 /// Turns faults on and off for one sink's path to its destination.
@@ -129,7 +133,8 @@ impl FaultSwitch for FaultState {
 /// A sink with faults injected at its boundary, for destinations without a network path
 /// between sink and destination. `Refuse` and a cut request fail `consume` without calling the
 /// sink; a lost acknowledgement (or a cut answer) lets the sink write, then reports a
-/// retryable error as if the answer had been lost on the way. `Latency` delays each call.
+/// retryable error as if the answer had been lost on the way. `Latency` delays each call and
+/// its answer.
 pub struct FaultySink<S> {
     inner: S,
     faults: Arc<FaultState>,
@@ -190,7 +195,13 @@ impl<S: Sink> Sink for FaultySink<S> {
             }
             FaultMode::Pass => false,
         };
-        let outcome = self.inner.consume(batch).await?;
+        self.faults.count(|s| s.requests_sent += 1);
+        let outcome = self.inner.consume(batch).await;
+        // The answer travels back as slowly as the request went.
+        if let FaultMode::Latency { millis } = mode {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+        }
+        let outcome = outcome?;
         if lose_answer {
             self.faults.count(|s| s.acks_lost += 1);
             return Err(SinkError::retryable(

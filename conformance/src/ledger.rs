@@ -58,6 +58,9 @@ pub struct Measured {
     pub corrupted: Vec<String>,
     /// Rows whose identity was never sent.
     pub foreign: usize,
+    /// How often each fault of the scenario happened; a zero makes the cell "not exercised".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::evidence::FaultCount>,
     /// Observations of the scenario (attempts, faults injected).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -157,6 +160,7 @@ impl Ledger {
             rejected_but_stored,
             corrupted,
             foreign,
+            faults: Vec::new(),
             notes: Vec::new(),
             meter: Vec::new(),
             mismatches: Vec::new(),

@@ -12,6 +12,8 @@
 //!   destination provides with each sink (`SinkUnderTest::faults`) or not.
 //! * [`proxy::FaultProxy`] — a TCP proxy between sink and destination that loses
 //!   acknowledgements, refuses connections (outage) or adds latency.
+//! * [`evidence::FaultCount`] — how often each scenario's fault happened; a cell whose fault
+//!   never happened is "not exercised", never a pass.
 //! * [`ledger::Ledger`] — the identity counter outside the sink: what was sent, what was
 //!   dead-lettered, and the comparison with what was read back.
 //! * [`scenarios`] — replay-same-batch, replay-rebatched, lost-ack, outage,
@@ -19,9 +21,11 @@
 //! * [`report`] — results, verdicts against each sink's `describe()` claim, and the generated
 //!   table.
 
+pub mod evidence;
 pub mod fault;
 pub mod ledger;
 pub mod meter;
+pub mod overlap;
 pub mod provider;
 pub mod proxy;
 pub mod report;

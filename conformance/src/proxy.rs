@@ -248,6 +248,9 @@ async fn client_to_server(
         if to.write_all(&buf[..n]).await.is_err() {
             break;
         }
+        if new_request {
+            shared.faults.count(|s| s.requests_sent += 1);
+        }
     }
     let _ = to.shutdown().await;
     Flow::Closed

@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use pico_conformance::report::Verdict;
@@ -38,12 +40,19 @@ enum Behaviour {
     Forgets,
     /// Stores everything, and reports offset 3 as refused (or as possibly stored).
     RejectsOffset3 { uncertain: bool },
+    /// Upserts like `Honest`, on a destination without a fault path.
+    HonestUnproxied,
+    /// Upserts like `Honest` after yielding for a few milliseconds (a write that takes time).
+    Slow,
+    /// Stores its first batch, then fails it with an error of its own (no injected fault).
+    FailsFirstAfterStoring,
 }
 
 struct MemorySink {
     store: Shared,
     isolation: String,
     behaviour: Behaviour,
+    failed_once: AtomicBool,
 }
 
 fn upsert(into: &mut Vec<Record>, records: &[Record]) {
@@ -61,10 +70,13 @@ impl Sink for MemorySink {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        if matches!(self.behaviour, Behaviour::Slow) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let mut store = self.store.lock().unwrap();
         let mut rejected = Vec::new();
         match self.behaviour {
-            Behaviour::Honest => upsert(
+            Behaviour::Honest | Behaviour::HonestUnproxied | Behaviour::Slow => upsert(
                 store.applied.entry(self.isolation.clone()).or_default(),
                 batch.records(),
             ),
@@ -74,6 +86,15 @@ impl Sink for MemorySink {
                 .or_default()
                 .extend_from_slice(batch.records()),
             Behaviour::Forgets => {}
+            Behaviour::FailsFirstAfterStoring => {
+                upsert(
+                    store.applied.entry(self.isolation.clone()).or_default(),
+                    batch.records(),
+                );
+                if !self.failed_once.swap(true, Ordering::SeqCst) {
+                    return Err(SinkError::retryable("an error of the sink's own"));
+                }
+            }
             Behaviour::RejectsOffset3 { uncertain } => {
                 upsert(
                     store.applied.entry(self.isolation.clone()).or_default(),
@@ -118,11 +139,16 @@ impl Destination for Memory {
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        Ok(SinkUnderTest::in_process(MemorySink {
+        let sink = MemorySink {
             store: self.store.clone(),
             isolation: isolation.to_owned(),
             behaviour: self.behaviour,
-        }))
+            failed_once: AtomicBool::new(false),
+        };
+        Ok(match self.behaviour {
+            Behaviour::HonestUnproxied => SinkUnderTest::new(sink),
+            _ => SinkUnderTest::in_process(sink),
+        })
     }
 
     async fn settle(&self, isolation: &str) -> Result<(), String> {
@@ -216,4 +242,46 @@ async fn a_rejection_that_says_it_may_be_stored_is_not_a_contradiction() {
     )
     .await;
     assert_eq!(v, Verdict::Pass, "{outcome}");
+}
+
+#[tokio::test]
+async fn lost_ack_fails_when_the_sink_failed_without_a_cut_answer() {
+    let (v, outcome) = verdict(Behaviour::FailsFirstAfterStoring, Scenario::LostAck).await;
+    assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
+    assert!(outcome.contains("no answer was cut"), "{outcome}");
+}
+
+#[tokio::test]
+async fn a_cancellation_that_cannot_fall_inside_the_write_is_not_exercised() {
+    // The honest memory sink writes without yielding, and no fault path slows its answer: no
+    // drop can stop it halfway.
+    let (v, outcome) = verdict(Behaviour::HonestUnproxied, Scenario::CancelledConsume).await;
+    assert!(matches!(v, Verdict::NotExercised(_)), "{outcome}");
+    assert!(outcome.contains("without yielding"), "{outcome}");
+    assert!(!v.is_failure(), "{outcome}");
+}
+
+#[tokio::test]
+async fn cancellations_inside_a_write_are_counted() {
+    // Slow on its own, or answering through a slow fault path.
+    for behaviour in [Behaviour::Slow, Behaviour::Honest] {
+        let (v, outcome) = verdict(behaviour, Scenario::CancelledConsume).await;
+        assert_eq!(v, Verdict::Pass, "{outcome}");
+        assert!(outcome.contains("faults: "), "{outcome}");
+        assert!(
+            !outcome.contains("faults: 0 "),
+            "a pass must count its drops: {outcome}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn flaky_network_counts_its_cuts_and_a_redelivery_after_a_cut_answer() {
+    let (v, outcome) = verdict(Behaviour::Honest, Scenario::FlakyNetwork).await;
+    assert_eq!(v, Verdict::Pass, "{outcome}");
+    assert!(
+        outcome
+            .contains("1 batches handed to the sink again after a consume failed on a cut answer"),
+        "{outcome}"
+    );
 }

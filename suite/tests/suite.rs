@@ -24,6 +24,15 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
     for t in &report.targets {
         assert_eq!(t.scenarios.len(), IMPLEMENTED.len(), "{}", t.target);
         for s in &t.scenarios {
+            // stdout writes without yielding: a dropped consume cannot fall inside its write.
+            if t.target == "stdout" && s.scenario == Scenario::CancelledConsume {
+                assert!(
+                    matches!(s.verdict, Verdict::NotExercised(_)),
+                    "stdout/cancelled-consume: {}",
+                    s.outcome
+                );
+                continue;
+            }
             assert_eq!(
                 s.verdict,
                 Verdict::Pass,

@@ -5,7 +5,7 @@ use pico_sink::Claim;
 use super::{ScenarioReport, Verdict};
 
 /// The marks of the summary, each with what it means.
-pub const LEGEND: [(&str, &str); 7] = [
+pub const LEGEND: [(&str, &str); 8] = [
     (
         "✓",
         "no visible duplicate: every record read back exactly once, as the sink claims",
@@ -21,6 +21,10 @@ pub const LEGEND: [(&str, &str); 7] = [
     (
         "✗",
         "a failure: records lost, a claim the measurement contradicts, or a scenario that could not run; the run fails",
+    ),
+    (
+        "○ not exercised",
+        "nothing lost, but the scenario's fault never happened for this sink (the count and the reason are in the details): the cell proves nothing either way",
     ),
     (
         "n/a",
@@ -42,6 +46,7 @@ pub fn short_verdict(r: &ScenarioReport) -> String {
     let count = |f: fn(&crate::ledger::Measured) -> usize| m.map_or(0, f);
     let mut text = match &r.verdict {
         Verdict::NotApplicable(_) => return "n/a".to_owned(),
+        Verdict::NotExercised(_) => return "○ not exercised".to_owned(),
         Verdict::Failed(_) => return "✗ failed".to_owned(),
         Verdict::Lost(_) => format!("✗ {} lost", count(|m| m.lost.len())),
         Verdict::Contradicted(_) => match m {
@@ -79,7 +84,7 @@ pub fn short_verdict(r: &ScenarioReport) -> String {
 /// The class of a verdict, for colouring: `ok`, `overwrite`, `repeat`, `fail`, `na`.
 pub(super) fn kind(r: &ScenarioReport) -> &'static str {
     match &r.verdict {
-        Verdict::NotApplicable(_) => "na",
+        Verdict::NotApplicable(_) | Verdict::NotExercised(_) => "na",
         Verdict::Failed(_) | Verdict::Lost(_) | Verdict::Contradicted(_) => "fail",
         Verdict::Pass
             if r.measured

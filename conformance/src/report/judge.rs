@@ -3,6 +3,7 @@
 use pico_sink::Claim;
 
 use super::Verdict;
+use crate::evidence;
 use crate::ledger::Measured;
 
 /// Short words for a claim.
@@ -16,10 +17,12 @@ pub fn claim_words(claim: &Claim) -> String {
     }
 }
 
-/// The outcome in plain words, and the verdict against `claim`.
+/// The outcome in plain words, and the verdict against `claim`. Loss and contradictions fail
+/// the cell whatever else happened; a cell that would pass while one of its faults never
+/// happened is [`Verdict::NotExercised`].
 pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
     let mut words = Vec::new();
-    let verdict;
+    let mut verdict;
     if !m.lost.is_empty() {
         words.push(format!("LOST {}: {}", m.lost.len(), list(&m.lost)));
         verdict = Verdict::Lost(format!("missing {}", list(&m.lost)));
@@ -67,6 +70,17 @@ pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
             _ => "no visible duplicate".to_owned(),
         });
         verdict = Verdict::Pass;
+    }
+    if verdict == Verdict::Pass
+        && let Some(why) = evidence::unexercised(&m.faults)
+    {
+        words.push(format!("not exercised: {why}"));
+        verdict = Verdict::NotExercised(why);
+    }
+    // A lone fault that never happened is named by "not exercised" already.
+    let named = matches!(verdict, Verdict::NotExercised(_)) && m.faults.len() == 1;
+    if let Some(faults) = evidence::summary(&m.faults).filter(|_| !named) {
+        words.push(faults);
     }
     // The meter-readings figures per delivery mode have their own table (render_markdown).
     if let Some(p) = m.physical_duplicates.filter(|p| *p > 0) {

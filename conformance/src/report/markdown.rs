@@ -55,6 +55,7 @@ pub(super) fn verdict_words(v: &Verdict) -> String {
         Verdict::Lost(w) => format!("LOSS: {w}"),
         Verdict::Failed(w) => format!("FAILED: {w}"),
         Verdict::NotApplicable(w) => format!("not applicable: {w}"),
+        Verdict::NotExercised(w) => format!("not exercised: {w}"),
     }
 }
 

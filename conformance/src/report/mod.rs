@@ -36,6 +36,9 @@ pub enum Verdict {
     Failed(String),
     /// The destination lacks what the scenario needs.
     NotApplicable(String),
+    /// Nothing was lost or contradicted, but the scenario's fault never happened (the reason
+    /// names it), so the cell proves nothing: shown as such, never as a pass.
+    NotExercised(String),
 }
 
 impl Verdict {

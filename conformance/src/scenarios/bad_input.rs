@@ -66,6 +66,10 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     for batch in &all {
         ctx.deliver(&mut driver, batch).await?;
     }
+    ctx.fault(
+        "hostile records delivered",
+        all.iter().map(|b| b.len() as u64).sum(),
+    );
     ctx.notes.push(format!(
         "{} batches: hostile topics, extreme offsets/partitions, non-JSON, non-UTF-8, NUL, empty, {} MiB payloads",
         all.len(),

@@ -2,12 +2,21 @@
 //! 3 % of answers ([`Flaky::SUITE`]), from the moment the sink opens. The driver retries with
 //! its policy, a driver that gives up is restarted (a supervisor), the read-back is retried.
 //! Pass: every offset arrives, and duplicates match the sink's claim.
+//!
+//! The scenario exists for the redelivery path: a batch handed to the sink again after a cut.
+//! A client that retries on its own can absorb every random cut, and with many partitions at
+//! once no failed consume can be tied to the answer that was cut. So the scenario goes on, on
+//! one more partition, cutting a growing share of answers ([`ESCALATION`]) until a consume
+//! fails on a cut answer, and redelivers that batch. The cell counts the cuts and that
+//! redelivery; a zero is "not exercised".
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use pico_sink::Sink;
 use tokio::task::JoinSet;
 
-use crate::fault::{FaultMode, Flaky};
+use crate::fault::{FaultMode, FaultSwitch, Flaky};
 
 use super::{Ctx, MAX_RESTARTS, ScenarioError, SuiteSize, TOPIC, deliver, open, sample_batch};
 
@@ -20,6 +29,12 @@ const BATCH: u64 = 10;
 /// Partitions written at once, by one shared sink instance (many, so destinations that answer
 /// at their next commit — Quickwit, Meilisearch — serve several batches per commit).
 const PARTITIONS: u32 = 16;
+
+/// Shares of answers cut (per mille) while no batch came back to the sink after a cut answer.
+pub const ESCALATION: [u16; 4] = [300, 600, 900, 1000];
+/// How long one consume may take under [`ESCALATION`] before the caller gives up on it (drops
+/// it, as a runtime's timeout does) and redelivers.
+const ESCALATED_CONSUME: Duration = Duration::from_secs(60);
 
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
@@ -48,7 +63,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
             let mut driver = ctx.driver_for(Arc::clone(&sink));
             let ledger = ctx.ledger.clone();
             tasks.spawn(async move {
-                let mut retried = 0;
+                let (mut retried, mut again) = (0, 0);
                 for b in 0..per_partition {
                     let first = b * BATCH;
                     let delivered = deliver(
@@ -58,36 +73,98 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
                     )
                     .await?;
                     retried += delivered.retried.len();
+                    again += usize::from(!delivered.retried.is_empty());
                 }
-                Ok::<_, ScenarioError>(retried)
+                Ok::<_, ScenarioError>((retried, again))
             });
         }
     }
-    let mut retried = 0;
+    let (mut retried, mut again) = (0, 0);
     let mut failure = opened
         .err()
         .map(|e| ScenarioError::Failed(format!("opening under faults: {e}")));
     while let Some(done) = tasks.join_next().await {
         match done.map_err(|e| ScenarioError::Failed(format!("writer task: {e}"))) {
-            Ok(Ok(n)) => retried += n,
+            Ok(Ok((r, a))) => {
+                retried += r;
+                again += a;
+            }
             Ok(Err(e)) | Err(e) => {
                 failure.get_or_insert(e);
             }
         }
     }
     faults.set(FaultMode::Pass);
-    let stats = faults.stats();
     if let Some(e) = failure {
         return Err(e);
     }
+    let stats = faults.stats();
     ctx.notes.push(format!(
         "size {}: {} batches of {BATCH} over {PARTITIONS} partitions through one sink instance; \
-         {} requests and {} answers cut at random (1 % / 3 %); {retried} failed attempts retried \
-         (a stopped driver restarted up to {MAX_RESTARTS} times per batch)",
+         {} requests and {} answers cut at random (1 % / 3 %); {retried} failed attempts \
+         retried, {again} batches handed to the sink again (a stopped driver restarted up to \
+         {MAX_RESTARTS} times per batch)",
         ctx.size.id(),
         per_partition * u64::from(PARTITIONS),
         stats.requests_cut,
         stats.acks_lost,
     ));
+    // The redelivery after a cut answer is made sure of on its own partition, where a failed
+    // consume can be told apart from the others.
+    let after_cut_answer = escalate(ctx, &sink, faults.as_ref()).await?;
+    let stats = faults.stats();
+    ctx.fault(
+        "requests or answers cut",
+        stats.requests_cut + stats.acks_lost,
+    );
+    ctx.fault(
+        "batches handed to the sink again after a consume failed on a cut answer",
+        after_cut_answer,
+    );
     Ok(())
+}
+
+/// Cuts a growing share of answers ([`ESCALATION`]) on one more partition until a consume
+/// fails (or hangs past [`ESCALATED_CONSUME`]) after an answer was cut, then redelivers that
+/// batch through a driver. Returns the batches redelivered after a cut answer (0 or 1).
+async fn escalate(
+    ctx: &mut Ctx<'_>,
+    sink: &Arc<dyn Sink>,
+    faults: &dyn FaultSwitch,
+) -> Result<u64, ScenarioError> {
+    for (step, per_mille) in ESCALATION.into_iter().enumerate() {
+        let first = step as u64 * BATCH;
+        let batch = sample_batch(TOPIC, PARTITIONS, first..=first + BATCH - 1);
+        ctx.ledger.lock().sent(&batch);
+        let cut_before = faults.stats().acks_lost;
+        faults.set(FaultMode::Flaky(Flaky {
+            requests_per_mille: 0,
+            answers_per_mille: per_mille,
+        }));
+        let consumed = tokio::time::timeout(ESCALATED_CONSUME, sink.consume(&batch)).await;
+        faults.set(FaultMode::Pass);
+        let cut = faults.stats().acks_lost - cut_before;
+        let failed = !matches!(consumed, Ok(Ok(_)));
+        // Handed to the sink again in every case: after a failure as a runtime does, after a
+        // success so the partition ends like the others.
+        let mut driver = ctx.driver_for(Arc::clone(sink));
+        ctx.deliver(&mut driver, &batch).await?;
+        ctx.notes.push(format!(
+            "escalation: {} % of answers cut: {cut} cut, the consume {}",
+            per_mille / 10,
+            match consumed {
+                Ok(Ok(_)) => "succeeded (the sink's client absorbed the cuts)".to_owned(),
+                Ok(Err(e)) => format!("failed ({e}); the batch was handed to the sink again"),
+                Err(_) => format!(
+                    "did not return within {} s and was dropped; the batch was handed to the \
+                     sink again",
+                    ESCALATED_CONSUME.as_secs()
+                ),
+            }
+        ));
+        if failed && cut > 0 {
+            return Ok(1);
+        }
+    }
+    Ok(0)
 }

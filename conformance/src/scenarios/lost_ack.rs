@@ -4,6 +4,9 @@ use crate::fault::FaultMode;
 
 use super::{Ctx, ScenarioError, TOPIC, sample_batch};
 
+/// The fault, as counted.
+const ACKS_CUT: &str = "answers cut after the destination received the request";
+
 /// Arms a lost acknowledgement, checks that the sink saw an error while the destination holds
 /// the batch (once it settled: a task queue may apply an accepted request later), then lets the
 /// driver retry the same batch with the same sink instance.
@@ -40,6 +43,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
                     outcome.rejected.len()
                 )));
             }
+            ctx.fault(ACKS_CUT, faults.stats().acks_lost);
             ctx.notes.push(format!(
                 "ack cut {} time(s); the sink recovered before answering ({} written, {} \
                  already present): nothing for the runtime to redeliver",
@@ -56,8 +60,15 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
                     .into(),
             ));
         }
+        Err(e) if faults.stats().acks_lost == 0 => {
+            return Err(ScenarioError::Failed(format!(
+                "consume failed but no answer was cut, so the error is not the scenario's \
+                 fault: {e}"
+            )));
+        }
         Err(e) => e,
     };
+    ctx.fault(ACKS_CUT, faults.stats().acks_lost);
     let held = ctx.read_back().await?.rows.len();
     if held < batch.len() {
         return Err(ScenarioError::Failed(format!(
@@ -73,6 +84,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     ));
     let mut driver = ctx.driver_for(under_test.sink);
     let delivered = ctx.deliver(&mut driver, &batch).await?;
+    ctx.fault("batches handed to the sink again after the cut answer", 1);
     ctx.notes.push(format!(
         "retry reported {} written, {} already present",
         delivered.outcome.written, delivered.outcome.already_present

@@ -10,6 +10,7 @@ use pico_sink::identity::RecordId;
 use pico_sink::{Batch, Claim, Record, Scenario};
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::FaultCount;
 use crate::ledger::{Measured, SharedLedger};
 use crate::meter::{
     DeliveryMode, Figures, Pipeline, Reading, deliver, generate_source, run_pipeline, serving_diff,
@@ -77,6 +78,7 @@ async fn run_mode(
     open(&mut driver)
         .await
         .map_err(|e| ScenarioError::Failed(format!("opening the sink: {e}")))?;
+    let mut replays = 0;
     for (chunk_no, chunk) in raw.chunks(BATCH).enumerate() {
         let first = chunk_no * BATCH;
         let all: Vec<Record> = chunk
@@ -101,10 +103,18 @@ async fn run_mode(
         {
             let again = all[dup - first].clone();
             deliver_batch(&mut driver, &batch(vec![again])?, &ledger).await?;
+            replays += 1;
         }
     }
     let back = read_settled(ctx.dest, &isolation).await?;
-    let measured = ledger.lock().compare(&back);
+    let mut measured = ledger.lock().compare(&back);
+    measured.faults.push(FaultCount::new(
+        format!(
+            "readings handed again as one-record replays ({})",
+            mode.id()
+        ),
+        replays,
+    ));
     let mut rows: Vec<(u64, Reading)> = Vec::new();
     let mut screened_out = 0;
     for row in &back.rows {

@@ -29,6 +29,7 @@ use pico_sink::{
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::evidence::FaultCount;
 use crate::ledger::{Measured, SharedLedger};
 use crate::target::{Destination, Readback, SinkUnderTest};
 
@@ -93,6 +94,8 @@ pub struct Ctx<'a> {
     pub ledger: SharedLedger,
     /// Observations for the report.
     pub notes: Vec<String>,
+    /// How often each fault of the scenario happened (a zero: the cell is not exercised).
+    pub faults: Vec<FaultCount>,
     /// How large the long scenarios run.
     pub size: SuiteSize,
 }
@@ -144,6 +147,11 @@ impl DriverHooks for CrashBeforeCommit {
 }
 
 impl Ctx<'_> {
+    /// Counts a fault of the scenario (`count` occurrences of `fault`).
+    pub fn fault(&mut self, fault: impl Into<String>, count: u64) {
+        self.faults.push(FaultCount::new(fault, count));
+    }
+
     /// A new sink instance (as after a restart), opened; building and opening are retried like
     /// a runtime retries them.
     pub async fn new_sink(&self) -> Result<SinkUnderTest, ScenarioError> {
@@ -304,6 +312,7 @@ pub async fn run(
         policy,
         ledger: SharedLedger::new(dest.payload_form()),
         notes: Vec::new(),
+        faults: Vec::new(),
         size,
     };
     match scenario {
@@ -328,5 +337,6 @@ pub async fn run(
     let mut measured = ctx.ledger.lock().compare(&back);
     measured.notes = ctx.notes;
     measured.notes.extend(back.notes);
+    measured.faults = ctx.faults;
     Ok(measured)
 }

@@ -44,6 +44,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     }
     ctx.deliver(&mut driver, &sample_batch(TOPIC, 0, 150..=199))
         .await?;
+    ctx.fault("connections or writes refused during the outage", refused);
     ctx.notes.push(if during.attempts >= 2 {
         format!(
             "destination down {} ms: {} attempts for the batch during the outage ({refused} \

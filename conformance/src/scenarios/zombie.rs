@@ -6,13 +6,16 @@
 //! from the committed offset with its own batch boundaries. (A new owner can never start above
 //! records that were not written: that would need an offset committed before its write.)
 
+use crate::overlap::Overlap;
+
 use super::{Ctx, ScenarioError, TOPIC, deliver, sample_batch};
 
 /// Writer A delivers `[0..=99]`, `[100..=199]`; writer B, at the same time, `[0..=49]`,
 /// `[50..=149]`, `[150..=199]`.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
-    let mut a = ctx.new_driver().await?;
-    let mut b = ctx.new_driver().await?;
+    let overlap = Overlap::default();
+    let mut a = ctx.driver_for(overlap.wrap(ctx.new_sink().await?.sink));
+    let mut b = ctx.driver_for(overlap.wrap(ctx.new_sink().await?.sink));
     let (la, lb) = (ctx.ledger.clone(), ctx.ledger.clone());
     let writer_a = tokio::spawn(async move {
         for range in [0..=99, 100..=199] {
@@ -29,6 +32,12 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let (ra, rb) = tokio::join!(writer_a, writer_b);
     ra.map_err(|e| ScenarioError::Failed(format!("writer A: {e}")))??;
     rb.map_err(|e| ScenarioError::Failed(format!("writer B: {e}")))??;
+    // Both writers are handed every record of [0..=199].
+    ctx.fault("records handed to both writers", 200);
+    ctx.notes.push(format!(
+        "consumes of the two writers in flight at once, at the peak: {}",
+        overlap.peak()
+    ));
     ctx.notes
         .push("A: [0..=99],[100..=199]; B: [0..=49],[50..=149],[150..=199]; concurrently, both from the committed offset".into());
     Ok(())

@@ -126,6 +126,7 @@ impl Progress for Display {
         let mark = match report.verdict {
             Verdict::Pass => "ok",
             Verdict::NotApplicable(_) => "n/a",
+            Verdict::NotExercised(_) => "not exercised",
             _ => "FAIL",
         };
         self.line(format!(

@@ -81,6 +81,7 @@ impl Write for CapturedWriter {
         if lose_ack {
             self.armed.store(true, Ordering::SeqCst);
         }
+        self.faults.count(|s| s.requests_sent += 1);
         lock(&self.outputs)
             .entry(self.isolation.clone())
             .or_default()
