@@ -12,7 +12,9 @@ use time::OffsetDateTime;
 use time::macros::format_description;
 
 use crate::provider::ProviderKind;
-use crate::report::{Report, ScenarioReport, TargetReport, TargetStatus, Verdict, judge};
+use crate::report::{
+    Provenance, Report, ScenarioReport, TargetReport, TargetStatus, Verdict, judge,
+};
 use crate::scenarios::{self, ScenarioError, SuiteSize};
 use crate::target::{Destination, Target};
 
@@ -29,6 +31,8 @@ pub struct RunOptions {
     pub policy: RetryPolicy,
     /// How large the long scenarios run.
     pub size: SuiteSize,
+    /// The code version under test (a commit), stamped on every cell.
+    pub code: Option<String>,
 }
 
 /// Receives progress events (the CLI shows them).
@@ -203,6 +207,11 @@ pub async fn run_destination(
         }
     };
     let mut rows = Vec::new();
+    let ran = Provenance {
+        date: today(),
+        size: Some(opts.size),
+        code: opts.code.clone(),
+    };
     for scenario in &scenarios {
         progress.started(name, *scenario);
         let claim = description.claim(*scenario).clone();
@@ -218,6 +227,7 @@ pub async fn run_destination(
                     outcome,
                     verdict,
                     measured: Some(measured),
+                    ran: Some(ran.clone()),
                 }
             }
             Err(ScenarioError::NotApplicable(why)) => ScenarioReport {
@@ -226,6 +236,7 @@ pub async fn run_destination(
                 outcome: format!("not applicable: {why}"),
                 verdict: Verdict::NotApplicable(why),
                 measured: None,
+                ran: Some(ran.clone()),
             },
             Err(ScenarioError::Failed(why)) => ScenarioReport {
                 scenario: *scenario,
@@ -233,6 +244,7 @@ pub async fn run_destination(
                 outcome: format!("scenario failed: {why}"),
                 verdict: Verdict::Failed(why),
                 measured: None,
+                ran: Some(ran.clone()),
             },
         };
         progress.finished(name, &cell);

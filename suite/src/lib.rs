@@ -8,6 +8,7 @@
 //! one file under `targets/`.
 
 pub mod bench;
+pub mod code_version;
 pub mod crash;
 pub mod images;
 pub mod provide;

@@ -111,6 +111,7 @@ mod tests {
             outcome: String::new(),
             verdict,
             measured: Some(m),
+            ran: None,
         }
     }
 

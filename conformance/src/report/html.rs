@@ -212,7 +212,8 @@ fn render_details(t: &TargetReport, h: &mut String) {
     if let (Some(p), Some(s)) = (t.provider, &t.server) {
         let _ = writeln!(
             h,
-            "<p>Ran on {} {} through the {p} provider, {}{}.</p>",
+            "<p>Ran on {} {} through the {p} provider, newest run {}{}; each cell's own run \
+             (date · size · code) is in its last column.</p>",
             esc(&s.name),
             esc(&s.version),
             esc(&t.date),
@@ -223,7 +224,7 @@ fn render_details(t: &TargetReport, h: &mut String) {
     }
     h.push_str(
         "<table>\n<tr><th>scenario</th><th>claim</th><th>outcome</th><th>verdict</th><th>sent</th>\
-         <th>read</th><th>duplicates</th><th>lost</th><th>rejected</th><th>notes</th></tr>\n",
+         <th>read</th><th>duplicates</th><th>lost</th><th>rejected</th><th>notes</th><th>ran</th></tr>\n",
     );
     for r in &t.scenarios {
         let m = r.measured.as_ref();
@@ -234,7 +235,7 @@ fn render_details(t: &TargetReport, h: &mut String) {
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td>{}</td></tr>",
+             <td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
             r.scenario.id(),
             esc(&claim_words(&r.claim)),
             esc(&r.outcome),
@@ -245,7 +246,8 @@ fn render_details(t: &TargetReport, h: &mut String) {
             num(|m| m.visible_duplicates),
             num(|m| m.lost.len()),
             num(|m| m.dead_lettered.len()),
-            esc(&m.map_or_else(String::new, |m| m.notes.join("; ")))
+            esc(&m.map_or_else(String::new, |m| m.notes.join("; "))),
+            esc(&t.provenance(r).words())
         );
     }
     h.push_str("</table>\n</details>\n");

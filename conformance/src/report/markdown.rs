@@ -29,8 +29,14 @@ pub(super) fn scenarios(report: &Report) -> Vec<Scenario> {
 
 /// How a target ran, in a few words (`native · full`), or `—`.
 pub(super) fn ran(t: &TargetReport) -> String {
-    match (t.provider, t.size) {
-        (Some(p), Some(s)) => format!("{p} · {}", s.id()),
+    let sizes = super::provenance::sizes_words(
+        t.scenarios
+            .iter()
+            .map(|c| t.provenance(c).size)
+            .chain([t.size]),
+    );
+    match (t.provider, sizes) {
+        (Some(p), Some(s)) => format!("{p} · {s}"),
         (Some(p), None) => p.to_string(),
         _ => "—".to_owned(),
     }
@@ -256,14 +262,15 @@ fn render_details(t: &TargetReport, md: &mut String) {
             .unwrap_or_default();
         let _ = writeln!(
             md,
-            "Ran on {} {} through the {p} provider, {}{size}.\n",
+            "Ran on {} {} through the {p} provider, newest run {}{size}; each cell's own run \
+             (date · size · code) is in its last column.\n",
             s.name, s.version, t.date
         );
     }
     let _ = writeln!(
         md,
-        "| scenario | claim | outcome | verdict | sent | read | duplicates | lost | rejected | notes |\n\
-         |---|---|---|---|---|---|---|---|---|---|"
+        "| scenario | claim | outcome | verdict | sent | read | duplicates | lost | rejected | notes | ran |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &t.scenarios {
         let _ = write!(
@@ -276,7 +283,7 @@ fn render_details(t: &TargetReport, md: &mut String) {
         );
         match &r.measured {
             Some(m) => {
-                let _ = writeln!(
+                let _ = write!(
                     md,
                     " {} | {} | {} | {} | {} | {} |",
                     m.sent,
@@ -287,8 +294,9 @@ fn render_details(t: &TargetReport, md: &mut String) {
                     cell(&m.notes.join("; "))
                 );
             }
-            None => md.push_str(" | | | | | |\n"),
+            None => md.push_str(" | | | | | |"),
         }
+        let _ = writeln!(md, " {} |", cell(&t.provenance(r).words()));
     }
     md.push('\n');
 }

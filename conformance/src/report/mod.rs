@@ -9,6 +9,7 @@ mod cell;
 mod html;
 mod judge;
 mod markdown;
+mod provenance;
 
 pub use cell::{LEGEND, short_verdict};
 pub use html::render_html;
@@ -16,6 +17,7 @@ pub use judge::{claim_words, judge};
 pub use markdown::{
     VERDICTS_BEGIN, VERDICTS_END, render_crate_verdicts, render_markdown, splice_verdicts,
 };
+pub use provenance::Provenance;
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::Measured;
@@ -65,6 +67,10 @@ pub struct ScenarioReport {
     /// The figures, when the scenario ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+    /// The run that measured this cell (a row merged from several runs keeps each cell's own;
+    /// cells written before cells carried it take their row's date and size at the merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<Provenance>,
 }
 
 /// Whether a target ran.
@@ -101,9 +107,10 @@ pub struct TargetReport {
     /// The image the docker provider runs for this target (its pin), whichever provider ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docker_image: Option<String>,
-    /// Date of the run (UTC, YYYY-MM-DD).
+    /// Date of the newest run in the row (UTC, YYYY-MM-DD); each cell has its own in
+    /// [`ScenarioReport::ran`].
     pub date: String,
-    /// How large the long scenarios ran.
+    /// How large the long scenarios ran in the newest run of the row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<crate::scenarios::SuiteSize>,
     /// Per scenario.
@@ -117,6 +124,18 @@ pub struct Report {
     pub generated_by: String,
     /// Per target, in run order.
     pub targets: Vec<TargetReport>,
+}
+
+impl TargetReport {
+    /// The run that measured `cell`: its own, or the row's for cells written before cells
+    /// carried one.
+    pub fn provenance(&self, cell: &ScenarioReport) -> Provenance {
+        cell.ran.clone().unwrap_or_else(|| Provenance {
+            date: self.date.clone(),
+            size: self.size,
+            code: None,
+        })
+    }
 }
 
 impl Report {
@@ -145,6 +164,14 @@ impl Report {
                 Some(old) => {
                     if old.status != TargetStatus::Verified {
                         old.scenarios.clear();
+                    }
+                    // Cells the newer run leaves keep the run they came from.
+                    for kept in &mut old.scenarios {
+                        kept.ran.get_or_insert_with(|| Provenance {
+                            date: old.date.clone(),
+                            size: old.size,
+                            code: None,
+                        });
                     }
                     for s in t.scenarios {
                         match old.scenarios.iter_mut().find(|o| o.scenario == s.scenario) {
@@ -184,5 +211,67 @@ impl Report {
 impl Default for Report {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::SuiteSize;
+
+    fn row(date: &str, size: SuiteSize, cells: &[(Scenario, Option<&str>)]) -> TargetReport {
+        TargetReport {
+            target: "t".into(),
+            title: String::new(),
+            sink_crate: "c".into(),
+            status: TargetStatus::Verified,
+            mechanism: None,
+            provider: Some(ProviderKind::Native),
+            server: None,
+            docker_image: None,
+            date: date.into(),
+            size: Some(size),
+            scenarios: cells
+                .iter()
+                .map(|(scenario, code)| ScenarioReport {
+                    scenario: *scenario,
+                    claim: Claim::NoVisibleDuplicate,
+                    outcome: String::new(),
+                    verdict: Verdict::Pass,
+                    measured: None,
+                    ran: code.map(|c| Provenance {
+                        date: date.into(),
+                        size: Some(size),
+                        code: Some(c.into()),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_merge_keeps_each_cells_own_run() {
+        let mut old = Report::new();
+        // Written before cells carried their run: they take the row's at the merge.
+        old.targets.push(row(
+            "2026-11-30",
+            SuiteSize::Full,
+            &[(Scenario::LostAck, None), (Scenario::Outage, None)],
+        ));
+        let mut newer = Report::new();
+        newer.targets.push(row(
+            "2026-12-01",
+            SuiteSize::Reduced,
+            &[(Scenario::Outage, Some("abc"))],
+        ));
+        old.merge(newer);
+        let t = &old.targets[0];
+        let words: Vec<String> = t
+            .scenarios
+            .iter()
+            .map(|c| t.provenance(c).words())
+            .collect();
+        assert_eq!(words, ["2026-11-30 · full", "2026-12-01 · reduced · abc"]);
+        assert_eq!(markdown::ran(t), "native · mixed");
     }
 }

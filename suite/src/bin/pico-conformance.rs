@@ -247,6 +247,7 @@ async fn run(
         scenarios: parse_scenarios(&scenarios)?,
         provider,
         size,
+        code: pico_suite::code_version::code_version(),
         ..RunOptions::default()
     };
     let selected = all
