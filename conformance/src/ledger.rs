@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{Batch, DeadLetter, DriverHooks};
+use pico_sink::{Batch, DeadLetter, DriverHooks, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::target::{PayloadForm, Readback, payload_checksum};
@@ -23,6 +23,27 @@ pub struct Ledger {
     sent: BTreeMap<RecordId, u64>,
     dead: BTreeMap<RecordId, Rejection>,
     committed: Vec<BatchId>,
+    miscounted: Vec<String>,
+    largest: Option<BatchSize>,
+}
+
+/// The size of one batch handed to the sink.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BatchSize {
+    /// Records in the batch.
+    pub records: u64,
+    /// Bytes of the records' values.
+    pub bytes: u64,
+}
+
+impl BatchSize {
+    /// The size of `batch`.
+    pub fn of(batch: &Batch) -> Self {
+        Self {
+            records: batch.len() as u64,
+            bytes: batch.records().iter().map(|r| r.value.len() as u64).sum(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +72,14 @@ pub struct Measured {
     pub lost: Vec<String>,
     /// Records the sink rejected, with the reason (canonical id, reason).
     pub dead_lettered: Vec<(String, String)>,
+    /// Valid records the sink rejected (any rejection outside bad-input): a record a runtime
+    /// dead-letters is not in the destination, so a sink that refuses valid records loses them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_valid: Vec<String>,
+    /// Batches whose reported outcome does not account for every record: written + already
+    /// present + rejected must equal the batch (what a runtime meters and an operator reads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub miscounted: Vec<String>,
     /// Records the sink rejected as refused that the destination holds anyway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected_but_stored: Vec<String>,
@@ -61,6 +90,9 @@ pub struct Measured {
     /// How often each fault of the scenario happened; a zero makes the cell "not exercised".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::evidence::FaultCount>,
+    /// The largest batch the scenario handed to the sink (by records, then bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_batch: Option<BatchSize>,
     /// Observations of the scenario (attempts, faults injected).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -83,6 +115,10 @@ impl Ledger {
 
     /// Records a batch as sent.
     pub fn sent(&mut self, batch: &Batch) {
+        let size = BatchSize::of(batch);
+        if self.largest.is_none_or(|l| size > l) {
+            self.largest = Some(size);
+        }
         for r in batch.records() {
             self.sent
                 .insert(r.id.clone(), payload_checksum(self.form, &r.value));
@@ -99,6 +135,22 @@ impl Ledger {
                     may_be_stored: l.may_be_stored,
                 },
             );
+        }
+    }
+
+    /// Checks what the sink reported for a delivered batch: every record written, already
+    /// present or rejected, none counted twice or left out.
+    pub fn reported(&mut self, batch: &Batch, outcome: &Outcome) {
+        let accounted = outcome.written + outcome.already_present + outcome.rejected.len() as u64;
+        if accounted != batch.len() as u64 {
+            self.miscounted.push(format!(
+                "{}: {} written + {} already present + {} rejected = {accounted} of {} records",
+                batch.id(),
+                outcome.written,
+                outcome.already_present,
+                outcome.rejected.len(),
+                batch.len()
+            ));
         }
     }
 
@@ -122,8 +174,11 @@ impl Ledger {
                 Some(sum) => {
                     let n = copies.entry(&row.id).or_default();
                     *n += 1;
-                    if *sum != row.checksum && *n == 1 {
-                        corrupted.push(row.id.to_string());
+                    // Every copy is checked: a replay that stored a changed payload beside
+                    // the first copy is corruption too. Each record is named once.
+                    let id = row.id.to_string();
+                    if *sum != row.checksum && !corrupted.contains(&id) {
+                        corrupted.push(id);
                     }
                 }
                 None => foreign += 1,
@@ -157,10 +212,13 @@ impl Ledger {
                 .iter()
                 .map(|(id, r)| (id.to_string(), r.reason.clone()))
                 .collect(),
+            rejected_valid: Vec::new(),
+            miscounted: self.miscounted.clone(),
             rejected_but_stored,
             corrupted,
             foreign,
             faults: Vec::new(),
+            largest_batch: self.largest,
             notes: Vec::new(),
             meter: Vec::new(),
             mismatches: Vec::new(),

@@ -44,6 +44,10 @@ enum Behaviour {
     HonestUnproxied,
     /// Upserts like `Honest` after yielding for a few milliseconds (a write that takes time).
     Slow,
+    /// Upserts like `Honest` and reports one record fewer than the batch as written.
+    Undercounts,
+    /// Upserts like `Honest`, and appends a changed copy of a record it already holds.
+    AppendsChanged,
     /// Stores its first batch, then fails it with an error of its own (no injected fault).
     FailsFirstAfterStoring,
 }
@@ -86,6 +90,24 @@ impl Sink for MemorySink {
                 .or_default()
                 .extend_from_slice(batch.records()),
             Behaviour::Forgets => {}
+            Behaviour::Undercounts => {
+                upsert(
+                    store.applied.entry(self.isolation.clone()).or_default(),
+                    batch.records(),
+                );
+                return Ok(WriteReport::written(batch.len() - 1).into());
+            }
+            Behaviour::AppendsChanged => {
+                let held = store.applied.entry(self.isolation.clone()).or_default();
+                let changed: Vec<Record> = batch
+                    .records()
+                    .iter()
+                    .filter(|r| held.iter().any(|o| o.id == r.id))
+                    .map(|r| Record::new(r.id.clone(), "changed"))
+                    .collect();
+                upsert(held, batch.records());
+                held.extend(changed);
+            }
             Behaviour::FailsFirstAfterStoring => {
                 upsert(
                     store.applied.entry(self.isolation.clone()).or_default(),
@@ -227,7 +249,7 @@ async fn a_forgetful_sink_is_caught_as_loss_everywhere_else() {
 async fn a_record_rejected_as_refused_but_stored_fails_the_claim() {
     let (v, outcome) = verdict(
         Behaviour::RejectsOffset3 { uncertain: false },
-        Scenario::ReplaySameBatch,
+        Scenario::BadInput,
     )
     .await;
     assert!(matches!(v, Verdict::Contradicted(_)), "{outcome}");
@@ -238,10 +260,41 @@ async fn a_record_rejected_as_refused_but_stored_fails_the_claim() {
 async fn a_rejection_that_says_it_may_be_stored_is_not_a_contradiction() {
     let (v, outcome) = verdict(
         Behaviour::RejectsOffset3 { uncertain: true },
-        Scenario::ReplaySameBatch,
+        Scenario::BadInput,
     )
     .await;
     assert_eq!(v, Verdict::Pass, "{outcome}");
+}
+
+#[tokio::test]
+async fn a_valid_record_rejected_outside_bad_input_fails_every_scenario() {
+    // The rejection says the record may be stored, and it is: still a valid record the
+    // runtime dead-letters. Every scenario that hands over a batch of 4 or more must see it.
+    for scenario in [
+        Scenario::ReplaySameBatch,
+        Scenario::LostAck,
+        Scenario::ConcurrentPartitions,
+        Scenario::MeterReadings,
+        Scenario::FlakyNetwork,
+    ] {
+        let (v, outcome) = verdict(Behaviour::RejectsOffset3 { uncertain: true }, scenario).await;
+        assert!(matches!(v, Verdict::Failed(_)), "{scenario:?}: {outcome}");
+        assert!(outcome.contains("valid record"), "{scenario:?}: {outcome}");
+    }
+}
+
+#[tokio::test]
+async fn an_outcome_that_does_not_account_for_its_batch_fails() {
+    let (v, outcome) = verdict(Behaviour::Undercounts, Scenario::ReplaySameBatch).await;
+    assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
+    assert!(outcome.contains("does not account"), "{outcome}");
+}
+
+#[tokio::test]
+async fn a_changed_payload_in_a_second_copy_is_corruption() {
+    let (v, outcome) = verdict(Behaviour::AppendsChanged, Scenario::ReplaySameBatch).await;
+    assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
+    assert!(outcome.contains("corrupted"), "{outcome}");
 }
 
 #[tokio::test]

@@ -38,6 +38,22 @@ pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
             m.rejected_but_stored.len(),
             list(&m.rejected_but_stored)
         ));
+    } else if !m.rejected_valid.is_empty() {
+        let why = format!(
+            "rejected {} valid record(s) ({}): a runtime dead-letters them and the destination \
+             never holds them",
+            m.rejected_valid.len(),
+            list(&m.rejected_valid)
+        );
+        words.push(why.clone());
+        verdict = Verdict::Failed(why);
+    } else if !m.miscounted.is_empty() {
+        let why = format!(
+            "the sink's reported outcome does not account for its batch: {}",
+            list(&m.miscounted)
+        );
+        words.push(why.clone());
+        verdict = Verdict::Failed(why);
     } else if !m.mismatches.is_empty() {
         words.push(format!("{} rows repeat", m.visible_duplicates));
         verdict = Verdict::Contradicted(m.mismatches.join("; "));

@@ -5,13 +5,13 @@ use tokio::task::JoinSet;
 
 use crate::overlap::Overlap;
 
-use super::{Ctx, ScenarioError, TOPIC, deliver, sample_batch};
+use super::{Ctx, RUNTIME_BATCH, ScenarioError, TOPIC, deliver, sample_batch};
 
 /// Partitions written at once.
 pub const WRITERS: u32 = 8;
 
 /// Eight partitions, each with its own driver around the same sink instance, deliver three
-/// batches of 50 each concurrently.
+/// batches of 50 and one of [`RUNTIME_BATCH`] each, concurrently.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let overlap = Overlap::default();
     let shared = overlap.wrap(ctx.new_sink().await?.sink);
@@ -21,10 +21,11 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         let ledger = ctx.ledger.clone();
         tasks.spawn(async move {
             let mut retries = 0;
-            for start in [0u64, 50, 100] {
+            // Three batches of 50, then one as large as a runtime hands over.
+            for (start, len) in [(0u64, 50), (50, 50), (100, 50), (150, RUNTIME_BATCH)] {
                 let delivered = deliver(
                     &mut driver,
-                    &sample_batch(TOPIC, partition, start..=start + 49),
+                    &sample_batch(TOPIC, partition, start..=start + len - 1),
                     &ledger,
                 )
                 .await?;
@@ -48,8 +49,8 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         overlap.peak()
     ));
     ctx.notes.push(format!(
-        "{WRITERS} partitions x 3 batches x 50 records through one shared sink instance, \
-         concurrently ({retries} retried attempts)"
+        "{WRITERS} partitions x (3 batches x 50 records + 1 x {RUNTIME_BATCH}) through one \
+         shared sink instance, concurrently ({retries} retried attempts)"
     ));
     Ok(())
 }

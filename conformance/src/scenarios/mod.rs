@@ -121,6 +121,46 @@ pub fn sample_record(topic: &str, partition: u32, offset: u64) -> Record {
     .with_timestamp_ms(1_767_225_600_000 + (offset as i64 % 1_000_000) * 1000)
 }
 
+/// Records a runtime hands over at once by default (pico-kafka's batch, Kafka Connect's
+/// `max.poll.records`): every scenario family delivers batches this large too.
+pub const RUNTIME_BATCH: u64 = 500;
+/// Records of the large batch (of [`LARGE_RECORD_BYTES`] each: 10 000 KiB, past the 10 MiB body
+/// caps some destinations set), delivered through a first write and its replay.
+pub const LARGE_BATCH: u64 = 10_240;
+/// Bytes of each value of the large batch.
+pub const LARGE_RECORD_BYTES: usize = 1024;
+
+/// A sample record whose value is padded to `bytes` (at least the plain sample's size).
+pub fn sized_record(topic: &str, partition: u32, offset: u64, bytes: usize) -> Record {
+    let plain = sample_record(topic, partition, offset);
+    // `{…,"pad":"xxx"}`: the plain document without its closing brace, a pad field, a brace.
+    let head = &plain.value[..plain.value.len().saturating_sub(1)];
+    let pad = bytes.saturating_sub(head.len() + r#","pad":""}"#.len());
+    let mut value = Vec::with_capacity(bytes);
+    value.extend_from_slice(head);
+    value.extend_from_slice(br#","pad":""#);
+    value.extend(std::iter::repeat_n(b'x', pad));
+    value.extend_from_slice(br#""}"#);
+    let mut record = plain;
+    record.value = value.into();
+    record
+}
+
+/// A batch of sized records (see [`sized_record`]) for an offset range.
+pub fn sized_batch(
+    topic: &str,
+    partition: u32,
+    offsets: RangeInclusive<u64>,
+    bytes: usize,
+) -> Batch {
+    Batch::new(
+        offsets
+            .map(|o| sized_record(topic, partition, o, bytes))
+            .collect(),
+    )
+    .unwrap_or_else(|e| unreachable!("a contiguous range is a valid batch: {e}"))
+}
+
 /// A batch of sample records for an offset range.
 pub fn sample_batch(topic: &str, partition: u32, offsets: RangeInclusive<u64>) -> Batch {
     Batch::new(
@@ -148,8 +188,13 @@ impl DriverHooks for CrashBeforeCommit {
 
 impl Ctx<'_> {
     /// Counts a fault of the scenario (`count` occurrences of `fault`).
+    /// Counted twice under one name, the counts add up.
     pub fn fault(&mut self, fault: impl Into<String>, count: u64) {
-        self.faults.push(FaultCount::new(fault, count));
+        let fault = fault.into();
+        match self.faults.iter_mut().find(|f| f.fault == fault) {
+            Some(known) => known.count += count,
+            None => self.faults.push(FaultCount::new(fault, count)),
+        }
     }
 
     /// A new sink instance (as after a restart), opened; building and opening are retried like
@@ -266,9 +311,11 @@ pub async fn deliver(
 ) -> Result<Delivered, ScenarioError> {
     ledger.lock().sent(batch);
     let mut hooks = ledger.clone();
-    until_committed(driver, batch, &mut hooks)
+    let delivered = until_committed(driver, batch, &mut hooks)
         .await
-        .map_err(|e| ScenarioError::Failed(format!("delivering {}: {e}", batch.id())))
+        .map_err(|e| ScenarioError::Failed(format!("delivering {}: {e}", batch.id())))?;
+    ledger.lock().reported(batch, &delivered.outcome);
+    Ok(delivered)
 }
 
 /// Attempts at reading back before a scenario fails.
@@ -296,6 +343,19 @@ pub async fn read_settled(
     Err(ScenarioError::Failed(format!(
         "{last} (after {READ_ATTEMPTS} attempts)"
     )))
+}
+
+/// The largest batch of a scenario, in words for its notes.
+pub(crate) fn largest_words(l: crate::ledger::BatchSize) -> String {
+    format!(
+        "largest batch handed to the sink: {} records, {} bytes",
+        l.records, l.bytes
+    )
+}
+
+/// The ids of every rejected record of a measurement (outside bad-input, all of them valid).
+pub(crate) fn rejected_ids(m: &Measured) -> Vec<String> {
+    m.dead_lettered.iter().map(|(id, _)| id.clone()).collect()
 }
 
 /// Runs one scenario in `isolation` and measures the destination afterwards.
@@ -335,8 +395,14 @@ pub async fn run(
     }
     let back = ctx.read_back().await?;
     let mut measured = ctx.ledger.lock().compare(&back);
+    if scenario != Scenario::BadInput {
+        measured.rejected_valid = rejected_ids(&measured);
+    }
     measured.notes = ctx.notes;
     measured.notes.extend(back.notes);
+    if let Some(l) = measured.largest_batch {
+        measured.notes.push(largest_words(l));
+    }
     measured.faults = ctx.faults;
     Ok(measured)
 }
