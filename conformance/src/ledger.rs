@@ -76,8 +76,9 @@ pub struct Measured {
     /// dead-letters is not in the destination, so a sink that refuses valid records loses them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected_valid: Vec<String>,
-    /// Batches whose reported outcome does not account for every record: written + already
-    /// present + rejected must equal the batch (what a runtime meters and an operator reads).
+    /// Batches whose reported outcome is wrong (what a runtime meters and an operator reads):
+    /// written + already present + rejected must equal the batch, and a sink that tells
+    /// records already held apart must report an exact replay as already present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub miscounted: Vec<String>,
     /// Records the sink rejected as refused that the destination holds anyway.
@@ -150,6 +151,22 @@ impl Ledger {
                 outcome.already_present,
                 outcome.rejected.len(),
                 batch.len()
+            ));
+        }
+    }
+
+    /// Checks what a sink that tells records already held from new ones
+    /// ([`pico_sink::Description::tells_already_present`]) reported for an exact replay of a
+    /// batch the destination held whole: every record already present, none written.
+    pub fn replay_reported(&mut self, batch: &Batch, outcome: &Outcome) {
+        let held = batch.len() as u64 - outcome.rejected.len() as u64;
+        if outcome.written != 0 || outcome.already_present != held {
+            self.miscounted.push(format!(
+                "exact replay of {}, which the destination held: reported {} written, {} \
+                 already present (the sink says it tells them apart)",
+                batch.id(),
+                outcome.written,
+                outcome.already_present
             ));
         }
     }

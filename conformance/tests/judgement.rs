@@ -44,6 +44,9 @@ enum Behaviour {
     HonestUnproxied,
     /// Upserts like `Honest` after yielding for a few milliseconds (a write that takes time).
     Slow,
+    /// Upserts like `Honest`, says it tells records already held apart, and reports a replay as
+    /// written.
+    ClaimsToTell,
     /// Upserts like `Honest` and reports one record fewer than the batch as written.
     Undercounts,
     /// Upserts like `Honest`, and appends a changed copy of a record it already holds.
@@ -80,7 +83,10 @@ impl Sink for MemorySink {
         let mut store = self.store.lock().unwrap();
         let mut rejected = Vec::new();
         match self.behaviour {
-            Behaviour::Honest | Behaviour::HonestUnproxied | Behaviour::Slow => upsert(
+            Behaviour::Honest
+            | Behaviour::HonestUnproxied
+            | Behaviour::Slow
+            | Behaviour::ClaimsToTell => upsert(
                 store.applied.entry(self.isolation.clone()).or_default(),
                 batch.records(),
             ),
@@ -142,7 +148,11 @@ impl Sink for MemorySink {
     }
 
     fn describe(&self) -> Description {
-        Description::new("memory", "test double", Claim::NoVisibleDuplicate)
+        let d = Description::new("memory", "test double", Claim::NoVisibleDuplicate);
+        match self.behaviour {
+            Behaviour::ClaimsToTell => d.telling_already_present(),
+            _ => d,
+        }
     }
 }
 
@@ -287,7 +297,8 @@ async fn a_valid_record_rejected_outside_bad_input_fails_every_scenario() {
 async fn an_outcome_that_does_not_account_for_its_batch_fails() {
     let (v, outcome) = verdict(Behaviour::Undercounts, Scenario::ReplaySameBatch).await;
     assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
-    assert!(outcome.contains("does not account"), "{outcome}");
+    assert!(outcome.contains("reported outcome is wrong"), "{outcome}");
+    assert!(outcome.contains("= 99 of 100"), "{outcome}");
 }
 
 #[tokio::test]
@@ -337,4 +348,19 @@ async fn flaky_network_counts_its_cuts_and_a_redelivery_after_a_cut_answer() {
             .contains("1 batches handed to the sink again after a consume failed on a cut answer"),
         "{outcome}"
     );
+}
+
+#[tokio::test]
+async fn a_sink_that_says_it_tells_replays_apart_is_held_to_it() {
+    for scenario in [Scenario::ReplaySameBatch, Scenario::LostAck] {
+        let (v, outcome) = verdict(Behaviour::ClaimsToTell, scenario).await;
+        assert!(matches!(v, Verdict::Failed(_)), "{scenario:?}: {outcome}");
+        assert!(
+            outcome.contains("exact replay of"),
+            "{scenario:?}: {outcome}"
+        );
+        // The same sink without the claim passes: it never said it could tell.
+        let (v, outcome) = verdict(Behaviour::Honest, scenario).await;
+        assert_eq!(v, Verdict::Pass, "{scenario:?}: {outcome}");
+    }
 }

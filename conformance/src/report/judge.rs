@@ -48,9 +48,13 @@ pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
         words.push(why.clone());
         verdict = Verdict::Failed(why);
     } else if !m.miscounted.is_empty() {
+        let more = match m.miscounted.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
         let why = format!(
-            "the sink's reported outcome does not account for its batch: {}",
-            list(&m.miscounted)
+            "the sink's reported outcome is wrong: {}{more}",
+            m.miscounted[0]
         );
         words.push(why.clone());
         verdict = Verdict::Failed(why);

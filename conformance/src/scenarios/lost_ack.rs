@@ -82,8 +82,9 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         faults.stats().acks_lost,
         batch.len()
     ));
-    let mut driver = ctx.driver_for(under_test.sink);
+    let mut driver = ctx.driver_for(under_test.sink.clone());
     let delivered = ctx.deliver(&mut driver, &batch).await?;
+    ctx.exact_replay_reported(under_test.sink.as_ref(), &batch, &delivered.outcome);
     ctx.fault("batches handed to the sink again after the cut answer", 1);
     ctx.notes.push(format!(
         "retry reported {} written, {} already present",

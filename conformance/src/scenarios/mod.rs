@@ -23,8 +23,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink::identity::{BatchId, RecordId};
 use pico_sink::{
-    Batch, DeadLetter, Delivered, Driver, DriverError, DriverHooks, Record, RetryPolicy, Scenario,
-    Sink,
+    Batch, DeadLetter, Delivered, Driver, DriverError, DriverHooks, Outcome, Record, RetryPolicy,
+    Scenario, Sink,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -98,6 +98,8 @@ pub struct Ctx<'a> {
     pub faults: Vec<FaultCount>,
     /// How large the long scenarios run.
     pub size: SuiteSize,
+    /// The scenario being run.
+    pub scenario: Scenario,
 }
 
 /// The topic every scenario writes unless it says otherwise.
@@ -187,6 +189,17 @@ impl DriverHooks for CrashBeforeCommit {
 }
 
 impl Ctx<'_> {
+    /// Holds a sink that says it tells records already held apart
+    /// ([`pico_sink::Description::tells_already_present`]) to it, for an exact replay of a
+    /// batch the destination held whole, where the sink promises a single copy.
+    pub fn exact_replay_reported(&self, sink: &dyn Sink, batch: &Batch, outcome: &Outcome) {
+        let description = sink.describe();
+        let promised = description.claim(self.scenario).promises_single_copy();
+        if description.tells_already_present && promised {
+            self.ledger.lock().replay_reported(batch, outcome);
+        }
+    }
+
     /// Counts a fault of the scenario (`count` occurrences of `fault`).
     /// Counted twice under one name, the counts add up.
     pub fn fault(&mut self, fault: impl Into<String>, count: u64) {
@@ -374,6 +387,7 @@ pub async fn run(
         notes: Vec::new(),
         faults: Vec::new(),
         size,
+        scenario,
     };
     match scenario {
         Scenario::ReplaySameBatch => replay::same_batch(&mut ctx).await?,

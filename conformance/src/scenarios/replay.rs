@@ -23,8 +23,12 @@ async fn crash_and_replay(
     again: &Batch,
 ) -> Result<String, ScenarioError> {
     ctx.consume_then_crash(first).await?;
-    let mut driver = ctx.new_driver().await?;
+    let sink = ctx.new_sink().await?.sink;
+    let mut driver = ctx.driver_for(sink.clone());
     let delivered = ctx.deliver(&mut driver, again).await?;
+    if first == again {
+        ctx.exact_replay_reported(sink.as_ref(), again, &delivered.outcome);
+    }
     let overlap = again
         .records()
         .iter()

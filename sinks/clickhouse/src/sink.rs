@@ -478,6 +478,7 @@ impl Sink for ClickHouseSink {
             ),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }
 

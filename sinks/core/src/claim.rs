@@ -106,6 +106,10 @@ pub struct Description {
     pub claims: Vec<(Scenario, Claim)>,
     /// The claim for scenarios not listed in `claims`.
     pub default_claim: Claim,
+    /// Whether the sink's [`crate::Outcome`] tells records the destination already held
+    /// (`already_present`) from records it wrote: a runtime meters replays by it. The
+    /// conformance suite holds a sink that says so to it on every exact replay.
+    pub tells_already_present: bool,
 }
 
 impl Description {
@@ -120,7 +124,15 @@ impl Description {
             mechanism: mechanism.into(),
             claims: Vec::new(),
             default_claim,
+            tells_already_present: false,
         }
+    }
+
+    /// The same description, saying the sink reports records the destination already held as
+    /// `already_present` rather than `written`.
+    pub fn telling_already_present(mut self) -> Self {
+        self.tells_already_present = true;
+        self
     }
 
     /// The same description with `claim` for `scenario`.

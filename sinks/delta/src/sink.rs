@@ -391,6 +391,7 @@ impl Sink for DeltaSink {
              the log); commits without automatic rebase, retried after re-reading",
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }
 

@@ -279,6 +279,7 @@ impl Sink for DorisSink {
              pico_offset)",
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
         .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }

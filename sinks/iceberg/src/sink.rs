@@ -283,6 +283,7 @@ impl Sink for IcebergSink {
              pinned to the snapshot the watermark was read from, re-read after a conflict",
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }
 

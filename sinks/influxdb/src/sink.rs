@@ -338,6 +338,7 @@ impl Sink for InfluxSink {
              exact replay; otherwise a replay rewrites the same points",
             Claim::OverwrittenInPlace,
         )
+        .telling_already_present()
         .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)
         .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
     }

@@ -302,6 +302,7 @@ impl Sink for MeilisearchSink {
             ),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
         .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }

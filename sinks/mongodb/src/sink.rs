@@ -242,6 +242,7 @@ impl Sink for MongoSink {
              [ns/]topic:partition:offset; E11000 races retried",
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
         .with_claim(Scenario::ReplayRebatched, Claim::NoVisibleDuplicate)
     }
 }

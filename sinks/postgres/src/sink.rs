@@ -171,5 +171,6 @@ impl Sink for PostgresSink {
             ),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }

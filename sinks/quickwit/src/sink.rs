@@ -291,6 +291,7 @@ impl Sink for QuickwitSink {
             ),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
         .with_claim(
             Scenario::LostAck,
             Description::measured(

@@ -122,5 +122,6 @@ impl Sink for RedshiftSink {
             ),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }

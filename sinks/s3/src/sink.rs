@@ -289,6 +289,7 @@ impl Sink for S3Sink {
              above it are written",
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
         .with_claim(
             Scenario::ZombieWriter,
             Description::measured("two writers can both LIST before either PUTs"),
