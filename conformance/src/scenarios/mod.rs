@@ -126,8 +126,8 @@ pub fn sample_record(topic: &str, partition: u32, offset: u64) -> Record {
 /// Records a runtime hands over at once by default (pico-kafka's batch, Kafka Connect's
 /// `max.poll.records`): every scenario family delivers batches this large too.
 pub const RUNTIME_BATCH: u64 = 500;
-/// Records of the large batch (of [`LARGE_RECORD_BYTES`] each: 10 000 KiB, past the 10 MiB body
-/// caps some destinations set), delivered through a first write and its replay.
+/// Records of the large batch (of [`LARGE_RECORD_BYTES`] each: 10 MiB of values, at the 10 MiB
+/// body caps some destinations set), delivered through a first write and its replay.
 pub const LARGE_BATCH: u64 = 10_240;
 /// Bytes of each value of the large batch.
 pub const LARGE_RECORD_BYTES: usize = 1024;
