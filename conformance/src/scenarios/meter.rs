@@ -215,11 +215,6 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<Measured, ScenarioError> {
     }
     let mut measured = cell.unwrap_or_default();
     measured.lost = unexpected_loss;
-    // Every reading is valid: a rejected one is a valid record the destination never got.
-    measured.rejected_valid = super::rejected_ids(&measured);
-    if let Some(l) = measured.largest_batch {
-        measured.notes.push(super::largest_words(l));
-    }
     measured.meter = figures;
     measured.mismatches = mismatches;
     measured.notes.push(format!(
