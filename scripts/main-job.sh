@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: every long suite against real servers, each writing its generated report.
 #   1. the conformance suite on every destination this machine can provide
-#      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README;
+#      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README,
+#      then its controls (sinks broken on purpose, each to be caught) -> the controls table;
 #   2. the crash suite: pico-kafka killed, panicked and cut off against a real Kafka-protocol
 #      broker -> docs/crash-suite.{json,md};
 #   3. the benchmarks, each sink beside its raw bulk path -> docs/benchmarks.{json,md,svg}.
@@ -32,6 +33,9 @@ failed=()
 "$CARGO_TARGET_DIR/debug/pico-conformance" run "${size[@]}" "${write[@]}" "${subset[@]}" ||
   failed+=(conformance)
 if [ ${#subset[@]} -eq 0 ]; then
+  # The controls: sinks broken on purpose, each of which the suite must catch.
+  "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}" ||
+    failed+=(controls)
   bash scripts/crash-suite.sh "${size[@]}" "${write[@]}" || failed+=(crash)
   out=docs
   [ ${#write[@]} -eq 0 ] || out=$(mktemp -d)

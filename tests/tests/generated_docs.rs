@@ -40,6 +40,31 @@ fn html_is_rendered_from_the_json() {
 }
 
 #[test]
+fn the_committed_controls_table_catches_every_control() {
+    let report = committed();
+    let table = report
+        .controls
+        .expect("the report carries the controls table: run `pico-conformance controls`");
+    let ids: Vec<&str> = table.rows.iter().map(|r| r.control.as_str()).collect();
+    let expected: Vec<&str> = pico_conformance_controls::Control::ALL
+        .iter()
+        .map(|c| c.id())
+        .collect();
+    assert_eq!(ids, expected, "the table holds every control, in order");
+    for row in &table.rows {
+        let scenarios: Vec<Scenario> = row.cells.iter().map(|c| c.scenario).collect();
+        assert_eq!(
+            scenarios,
+            pico_conformance::scenarios::IMPLEMENTED,
+            "{}: every scenario judged it",
+            row.control
+        );
+    }
+    let problems = table.problems();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
 fn summary_cells_are_short() {
     let report = committed();
     let mut cells = 0;

@@ -12,7 +12,7 @@ use super::markdown::{
 use super::{Report, TargetReport, TargetStatus};
 
 /// Escapes text for HTML content and attribute values.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -28,7 +28,7 @@ fn esc(text: &str) -> String {
 }
 
 /// The little Markdown the intro uses (`code`, *em*, **strong**) as HTML.
-fn inline(text: &str) -> String {
+pub(super) fn inline(text: &str) -> String {
     const MARKS: [(&str, &str); 3] = [("**", "strong"), ("*", "em"), ("`", "code")];
     let mut open = [false; MARKS.len()];
     let mut out = String::new();
@@ -136,6 +136,9 @@ pub fn render_html(report: &Report) -> String {
     }
 
     render_meter(report, &mut h);
+    if let Some(controls) = &report.controls {
+        super::controls::render_html(controls, &mut h);
+    }
 
     h.push_str("<h2>Details</h2>\n");
     for t in report

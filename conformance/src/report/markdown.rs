@@ -179,6 +179,9 @@ pub fn render_markdown(report: &Report) -> String {
     }
 
     render_meter(report, &mut md);
+    if let Some(controls) = &report.controls {
+        super::controls::render(controls, &mut md);
+    }
 
     let _ = writeln!(md, "\n## Details\n");
     for t in report

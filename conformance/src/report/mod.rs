@@ -6,12 +6,16 @@
 use pico_sink::{Claim, Scenario};
 
 mod cell;
+mod controls;
+mod finding;
 mod html;
 mod judge;
 mod markdown;
 mod provenance;
 
 pub use cell::{LEGEND, short_verdict};
+pub use controls::{ControlCell, ControlRow, ControlsTable, Mark};
+pub use finding::Finding;
 pub use html::render_html;
 pub use judge::{claim_words, judge};
 pub use markdown::{
@@ -124,6 +128,9 @@ pub struct Report {
     pub generated_by: String,
     /// Per target, in run order.
     pub targets: Vec<TargetReport>,
+    /// The controls: sinks broken on purpose, and whether the suite caught each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controls: Option<ControlsTable>,
 }
 
 impl TargetReport {
@@ -144,6 +151,7 @@ impl Report {
         Self {
             generated_by: format!("pico-conformance {}", env!("CARGO_PKG_VERSION")),
             targets: Vec::new(),
+            controls: None,
         }
     }
 
@@ -155,8 +163,12 @@ impl Report {
             .collect()
     }
 
-    /// Replaces what `newer` covers (per target, per scenario), keeping the rest.
+    /// Replaces what `newer` covers (per target, per scenario, and the controls table when it
+    /// has one), keeping the rest.
     pub fn merge(&mut self, newer: Report) {
+        if newer.controls.is_some() {
+            self.controls = newer.controls;
+        }
         for t in newer.targets {
             match self.targets.iter_mut().find(|o| o.target == t.target) {
                 None => self.targets.push(t),

@@ -51,6 +51,20 @@ enum Command {
         #[arg(long)]
         no_write: bool,
     },
+    /// Run the controls (sinks over SQLite broken on purpose, and the same sink unbroken)
+    /// through every scenario and write the controls table into the report in OUT; fails when
+    /// a control is caught by no scenario or the honest sink fails one.
+    Controls {
+        /// Run the long scenarios at reduced size, as CI does.
+        #[arg(long)]
+        reduced: bool,
+        /// Directory of the report that receives the table.
+        #[arg(long, default_value = "docs")]
+        out: PathBuf,
+        /// Print only; write nothing.
+        #[arg(long)]
+        no_write: bool,
+    },
     /// List targets and scenarios.
     List,
     /// Merge the reports of runs made elsewhere (other machines, or parallel runs of disjoint
@@ -300,6 +314,53 @@ async fn run(
     Ok(failures.is_empty())
 }
 
+async fn controls(size: SuiteSize, out: PathBuf, no_write: bool) -> Result<bool, String> {
+    let display =
+        Display::new((pico_conformance_controls::Control::ALL.len() * IMPLEMENTED.len()) as u64);
+    let table =
+        pico_conformance_controls::run(size, pico_suite::code_version::code_version(), &display)
+            .await;
+    if let Some(bar) = &display.bar {
+        bar.finish_and_clear();
+    }
+    let problems = table.problems();
+    for row in &table.rows {
+        let caught: Vec<&str> = row.caught_by().iter().map(|s| s.id()).collect();
+        match row.expected {
+            Some(_) => println!("{}: caught by {}", row.control, caught.join(", ")),
+            None => println!(
+                "{}: {}",
+                row.control,
+                row.cells
+                    .iter()
+                    .map(|c| format!("{} {}", c.scenario.id(), c.words()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    for p in &problems {
+        println!("FAILED control: {p}");
+    }
+    if !no_write {
+        let json_path = out.join("duplicate-behaviour.json");
+        let mut report = read_report(&json_path)?.unwrap_or_default();
+        report.controls = Some(table);
+        write_report(&out, &report)?;
+        println!("wrote the controls table into {}", json_path.display());
+    }
+    Ok(problems.is_empty())
+}
+
+/// The size the `--reduced` flag names.
+fn size(reduced: bool) -> SuiteSize {
+    if reduced {
+        SuiteSize::Reduced
+    } else {
+        SuiteSize::Full
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -346,6 +407,14 @@ fn main() -> ExitCode {
             })
         }
         Command::Merge { from, out } => merge(&from, &out).map(|_| true),
+        Command::Controls {
+            reduced,
+            out,
+            no_write,
+        } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(controls(size(reduced), out, no_write)),
+            Err(e) => Err(format!("starting the runtime: {e}")),
+        },
         Command::Run {
             sinks,
             scenarios,
@@ -355,13 +424,15 @@ fn main() -> ExitCode {
             no_write,
         } => match tokio::runtime::Runtime::new() {
             Ok(rt) => {
-                let size = if reduced {
-                    SuiteSize::Reduced
-                } else {
-                    SuiteSize::Full
-                };
                 rt.spawn(pico_suite::servers::reaper::stop_on_signal());
-                rt.block_on(run(sinks, scenarios, provider, size, out, no_write))
+                rt.block_on(run(
+                    sinks,
+                    scenarios,
+                    provider,
+                    size(reduced),
+                    out,
+                    no_write,
+                ))
             }
             Err(e) => Err(format!("starting the runtime: {e}")),
         },

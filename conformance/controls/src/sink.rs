@@ -1,0 +1,293 @@
+//! [`ControlSink`]: one SQLite sink, honest or broken in the way its [`Control`] names.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pico_sink::{
+    Batch, Claim, Description, Outcome, Record, RejectedRecord, Sink, SinkError, WriteReport,
+};
+use rusqlite::{Connection, ErrorCode, params};
+use tokio::task::JoinHandle;
+
+use crate::control::Control;
+
+/// How long a torn write stays torn before the whole value follows ([`Control::TornOnCancel`]).
+const TORN_WINDOW: Duration = Duration::from_millis(5);
+/// How long after its answer a write becomes visible ([`Control::AcksBeforeVisible`]).
+const BEHIND: Duration = Duration::from_secs(1);
+
+/// A sink writing into one SQLite table, keyed on the record identity unless its control
+/// appends.
+pub struct ControlSink {
+    conn: Arc<Mutex<Connection>>,
+    table: String,
+    control: Control,
+    /// Writes still to run in the background ([`Control::AcksBeforeVisible`]).
+    behind: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// SQLite errors onto the contract: a busy or locked database passes, the rest is not.
+fn classify(e: rusqlite::Error, what: &str) -> SinkError {
+    let busy = matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
+    let message = format!("{what}: {e}");
+    if busy {
+        SinkError::retryable(message).with_source(e)
+    } else {
+        SinkError::fatal(message).with_source(e)
+    }
+}
+
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The statement that stores one record: on a keyed table a record already held is skipped.
+fn insert_sql(table: &str, keyed: bool) -> String {
+    let conflict = if keyed { " ON CONFLICT DO NOTHING" } else { "" };
+    format!(
+        "INSERT INTO {table} (pico_topic, pico_partition, pico_offset, value) \
+         VALUES (?1, ?2, ?3, ?4){conflict}"
+    )
+}
+
+/// Stores `records` in one transaction; per record, whether it was new.
+fn insert(
+    conn: &mut Connection,
+    table: &str,
+    keyed: bool,
+    records: &[Record],
+) -> Result<Vec<bool>, SinkError> {
+    let tx = conn.transaction().map_err(|e| classify(e, "BEGIN"))?;
+    let mut new = Vec::with_capacity(records.len());
+    {
+        let mut stmt = tx
+            .prepare_cached(&insert_sql(table, keyed))
+            .map_err(|e| classify(e, "preparing the insert"))?;
+        for r in records {
+            let changed = stmt
+                .execute(params![
+                    r.id.topic,
+                    r.id.partition,
+                    r.id.offset as i64,
+                    r.value.as_ref()
+                ])
+                .map_err(|e| classify(e, "INSERT"))?;
+            new.push(changed == 1);
+        }
+    }
+    tx.commit().map_err(|e| classify(e, "COMMIT"))?;
+    Ok(new)
+}
+
+/// Writes the whole values of `records` over what their rows hold, in one transaction.
+fn complete(conn: &mut Connection, table: &str, records: &[Record]) -> Result<(), SinkError> {
+    let tx = conn.transaction().map_err(|e| classify(e, "BEGIN"))?;
+    {
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "UPDATE {table} SET value = ?4 \
+                 WHERE pico_topic = ?1 AND pico_partition = ?2 AND pico_offset = ?3"
+            ))
+            .map_err(|e| classify(e, "preparing the update"))?;
+        for r in records {
+            stmt.execute(params![
+                r.id.topic,
+                r.id.partition,
+                r.id.offset as i64,
+                r.value.as_ref()
+            ])
+            .map_err(|e| classify(e, "UPDATE"))?;
+        }
+    }
+    tx.commit().map_err(|e| classify(e, "COMMIT"))
+}
+
+/// The records SQLite can key (offsets fit its signed 64-bit integers), and the others
+/// rejected with their reason.
+fn storable(batch: &Batch) -> (Vec<Record>, Vec<RejectedRecord>) {
+    let mut kept = Vec::with_capacity(batch.len());
+    let mut rejected = Vec::new();
+    for r in batch.records() {
+        if i64::try_from(r.id.offset).is_ok() {
+            kept.push(r.clone());
+        } else {
+            rejected.push(RejectedRecord::new(
+                r.id.clone(),
+                format!("offset {} is above i64::MAX", r.id.offset),
+            ));
+        }
+    }
+    (kept, rejected)
+}
+
+/// What a batch of `new` flags reports, plus records the sink says it wrote without writing.
+fn report(new: &[bool], claimed: usize) -> WriteReport {
+    let written = new.iter().filter(|n| **n).count();
+    WriteReport {
+        written: (written + claimed) as u64,
+        already_present: (new.len() - written) as u64,
+    }
+}
+
+impl ControlSink {
+    /// A sink of `control` writing into `table` of the database file at `path`.
+    pub fn new(path: &Path, table: &str, control: Control) -> Result<Self, SinkError> {
+        let conn = Connection::open(path).map_err(|e| classify(e, "opening the database"))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| classify(e, "setting the busy timeout"))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            table: table.to_owned(),
+            control,
+            behind: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn keyed(&self) -> bool {
+        self.control != Control::AppendsClaimingNoDuplicate
+    }
+
+    /// Runs `f` on the connection in a blocking task (SQLite calls block).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection, &str, bool) -> Result<T, SinkError> + Send + 'static,
+    ) -> Result<T, SinkError> {
+        let conn = self.conn.clone();
+        let table = self.table.clone();
+        let keyed = self.keyed();
+        tokio::task::spawn_blocking(move || f(&mut lock(&conn), &table, keyed))
+            .await
+            .map_err(|e| SinkError::retryable("the blocking task failed").with_source(e))?
+    }
+
+    /// Stores `records`; per record, whether it was new.
+    async fn store(&self, records: Vec<Record>) -> Result<Vec<bool>, SinkError> {
+        self.blocking(move |conn, table, keyed| insert(conn, table, keyed, &records))
+            .await
+    }
+
+    /// [`Control::TornOnCancel`]: truncated values first, the whole ones after a pause.
+    async fn store_in_two_steps(&self, records: Vec<Record>) -> Result<Vec<bool>, SinkError> {
+        let torn: Vec<Record> = records
+            .iter()
+            .map(|r| {
+                let mut t = r.clone();
+                t.value = r.value.slice(..r.value.len() / 2);
+                t
+            })
+            .collect();
+        let new = self.store(torn).await?;
+        tokio::time::sleep(TORN_WINDOW).await;
+        let fresh: Vec<Record> = records
+            .into_iter()
+            .zip(&new)
+            .filter_map(|(r, n)| n.then_some(r))
+            .collect();
+        self.blocking(move |conn, table, _| complete(conn, table, &fresh))
+            .await?;
+        Ok(new)
+    }
+
+    /// [`Control::AcksBeforeVisible`]: the write runs later, in a task the sink owns.
+    fn store_behind(&self, records: Vec<Record>) {
+        let conn = self.conn.clone();
+        let table = self.table.clone();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(BEHIND).await;
+            let written = tokio::task::spawn_blocking(move || {
+                insert(&mut lock(&conn), &table, true, &records)
+            })
+            .await;
+            if !matches!(written, Ok(Ok(_))) {
+                tracing::warn!("a write behind the answer failed");
+            }
+        });
+        let mut behind = self.behind.lock().unwrap_or_else(|p| p.into_inner());
+        behind.retain(|t| !t.is_finished());
+        behind.push(task);
+    }
+}
+
+impl Drop for ControlSink {
+    /// Writes still behind die with the instance, as a buffer dies with a crashed process.
+    fn drop(&mut self) {
+        for task in self.behind.get_mut().unwrap_or_else(|p| p.into_inner()) {
+            task.abort();
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for ControlSink {
+    async fn open(&self) -> Result<(), SinkError> {
+        let key = if self.keyed() {
+            ", PRIMARY KEY (pico_topic, pico_partition, pico_offset)"
+        } else {
+            ""
+        };
+        self.blocking(move |conn, table, _| {
+            conn.execute_batch(&format!(
+                "CREATE TABLE IF NOT EXISTS {table} (pico_topic TEXT NOT NULL, \
+                 pico_partition INTEGER NOT NULL, pico_offset INTEGER NOT NULL, \
+                 value BLOB NOT NULL{key})"
+            ))
+            .map_err(|e| classify(e, "creating the table"))
+        })
+        .await
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let (mut records, mut rejected) = storable(batch);
+        let several = records.len() >= 2;
+        let written = match self.control {
+            Control::Honest | Control::AppendsClaimingNoDuplicate => {
+                report(&self.store(records).await?, 0)
+            }
+            Control::DropsRecord => {
+                let dropped = if several { records.pop() } else { None };
+                report(&self.store(records).await?, usize::from(dropped.is_some()))
+            }
+            Control::DeadLettersValid => {
+                if several {
+                    let first = records.remove(0);
+                    rejected.push(RejectedRecord::new(first.id, "refused by the control"));
+                }
+                report(&self.store(records).await?, 0)
+            }
+            Control::DeadLettersStored => {
+                let first = several.then(|| records[0].id.clone());
+                let mut new = self.store(records).await?;
+                if let Some(id) = first {
+                    new.remove(0);
+                    rejected.push(RejectedRecord::new(id, "refused by the control"));
+                }
+                report(&new, 0)
+            }
+            Control::TornOnCancel => report(&self.store_in_two_steps(records).await?, 0),
+            Control::AcksBeforeVisible => {
+                let claimed = records.len();
+                self.store_behind(records);
+                report(&[], claimed)
+            }
+        };
+        Ok(Outcome::new(written, rejected))
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description::new(
+            format!("sqlite control ({})", self.control.id()),
+            self.control.does(),
+            Claim::NoVisibleDuplicate,
+        )
+        .telling_already_present()
+    }
+}

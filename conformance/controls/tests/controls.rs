@@ -1,0 +1,35 @@
+//! Every control through every scenario: each broken sink is caught for the reason it was
+//! broken, and the honest one passes everything.
+
+use pico_conformance::report::{Mark, Report, render_markdown};
+use pico_conformance::runner::Silent;
+use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
+use pico_conformance_controls::{Control, run};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_control_is_caught_and_the_honest_sink_passes() {
+    let table = run(SuiteSize::Reduced, None, &Silent).await;
+    let mut report = Report::new();
+    report.controls = Some(table.clone());
+    println!("{}", render_markdown(&report));
+    for row in &table.rows {
+        for c in &row.cells {
+            println!(
+                "{} / {}: {:?}: {}",
+                row.control,
+                c.scenario.id(),
+                c.mark,
+                c.outcome
+            );
+        }
+    }
+    assert_eq!(table.rows.len(), Control::ALL.len());
+    for row in &table.rows {
+        assert_eq!(row.cells.len(), IMPLEMENTED.len(), "{}", row.control);
+    }
+    let honest = &table.rows[0];
+    assert_eq!(honest.control, Control::Honest.id());
+    assert!(honest.cells.iter().all(|c| c.mark == Mark::Clean));
+    let problems = table.problems();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
