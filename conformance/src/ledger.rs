@@ -6,7 +6,7 @@
 //! the sink rejected although the destination holds them (a dead-letter queue replayed later
 //! would write those twice).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -25,6 +25,7 @@ pub struct Ledger {
     committed: Vec<BatchId>,
     miscounted: Vec<String>,
     largest: Option<BatchSize>,
+    must_store: BTreeSet<RecordId>,
 }
 
 /// The size of one batch handed to the sink.
@@ -72,8 +73,9 @@ pub struct Measured {
     pub lost: Vec<String>,
     /// Records the sink rejected, with the reason (canonical id, reason).
     pub dead_lettered: Vec<(String, String)>,
-    /// Valid records the sink rejected (any rejection outside bad-input): a record a runtime
-    /// dead-letters is not in the destination, so a sink that refuses valid records loses them.
+    /// Valid records the sink rejected (any rejection outside bad-input; inside it, a
+    /// rejection of a record every destination can take): a record a runtime dead-letters is
+    /// not in the destination, so a sink that refuses valid records loses them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected_valid: Vec<String>,
     /// Batches whose reported outcome is wrong (what a runtime meters and an operator reads):
@@ -124,6 +126,12 @@ impl Ledger {
             self.sent
                 .insert(r.id.clone(), payload_checksum(self.form, &r.value));
         }
+    }
+
+    /// Marks a record every destination can take: rejecting it is a failure even where the
+    /// scenario feeds records a destination may refuse (bad-input).
+    pub fn must_store(&mut self, id: &RecordId) {
+        self.must_store.insert(id.clone());
     }
 
     /// Records dead letters.
@@ -229,7 +237,12 @@ impl Ledger {
                 .iter()
                 .map(|(id, r)| (id.to_string(), r.reason.clone()))
                 .collect(),
-            rejected_valid: Vec::new(),
+            rejected_valid: self
+                .dead
+                .keys()
+                .filter(|id| self.must_store.contains(*id))
+                .map(ToString::to_string)
+                .collect(),
             miscounted: self.miscounted.clone(),
             rejected_but_stored,
             corrupted,

@@ -40,6 +40,8 @@ enum Behaviour {
     Forgets,
     /// Stores everything, and reports offset 3 as refused (or as possibly stored).
     RejectsOffset3 { uncertain: bool },
+    /// Stores everything, and reports each value that is not JSON as possibly stored.
+    RejectsNonJsonUncertain,
     /// Upserts like `Honest`, on a destination without a fault path.
     HonestUnproxied,
     /// Upserts like `Honest` after yielding for a few milliseconds (a write that takes time).
@@ -122,6 +124,19 @@ impl Sink for MemorySink {
                 if !self.failed_once.swap(true, Ordering::SeqCst) {
                     return Err(SinkError::retryable("an error of the sink's own"));
                 }
+            }
+            Behaviour::RejectsNonJsonUncertain => {
+                upsert(
+                    store.applied.entry(self.isolation.clone()).or_default(),
+                    batch.records(),
+                );
+                rejected.extend(
+                    batch
+                        .records()
+                        .iter()
+                        .filter(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
+                        .map(|r| RejectedRecord::uncertain(r.id.clone(), "not JSON")),
+                );
             }
             Behaviour::RejectsOffset3 { uncertain } => {
                 upsert(
@@ -268,12 +283,9 @@ async fn a_record_rejected_as_refused_but_stored_fails_the_claim() {
 
 #[tokio::test]
 async fn a_rejection_that_says_it_may_be_stored_is_not_a_contradiction() {
-    let (v, outcome) = verdict(
-        Behaviour::RejectsOffset3 { uncertain: true },
-        Scenario::BadInput,
-    )
-    .await;
+    let (v, outcome) = verdict(Behaviour::RejectsNonJsonUncertain, Scenario::BadInput).await;
     assert_eq!(v, Verdict::Pass, "{outcome}");
+    assert!(outcome.contains("rejected "), "{outcome}");
 }
 
 #[tokio::test]
@@ -363,4 +375,18 @@ async fn a_sink_that_says_it_tells_replays_apart_is_held_to_it() {
         let (v, outcome) = verdict(Behaviour::Honest, scenario).await;
         assert_eq!(v, Verdict::Pass, "{scenario:?}: {outcome}");
     }
+}
+
+#[tokio::test]
+async fn bad_input_fails_a_sink_that_refuses_a_plain_record_among_hostile_ones() {
+    // Offset 3 of the runtime-sized mixed batch (partition 3) is a plain record every
+    // destination can take; the hostile records of the batch sit at 100, 250 and 400.
+    let (v, outcome) = verdict(
+        Behaviour::RejectsOffset3 { uncertain: true },
+        Scenario::BadInput,
+    )
+    .await;
+    assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
+    assert!(outcome.contains("valid record"), "{outcome}");
+    assert!(outcome.contains("pico.conformance:3:3"), "{outcome}");
 }

@@ -13,8 +13,10 @@ use tokio::task::JoinHandle;
 
 use crate::control::Control;
 
-/// How long a torn write stays torn before the whole value follows ([`Control::TornOnCancel`]).
-const TORN_WINDOW: Duration = Duration::from_millis(5);
+/// How long a torn write stays torn before the whole value follows ([`Control::TornOnCancel`]):
+/// longer than the two steps themselves take for a runtime-sized batch, so most of a consume
+/// is spent torn and a drop at a random point of it falls there.
+const TORN_WINDOW: Duration = Duration::from_millis(25);
 /// How long after its answer a write becomes visible ([`Control::AcksBeforeVisible`]).
 const BEHIND: Duration = Duration::from_secs(1);
 

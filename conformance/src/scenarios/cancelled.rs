@@ -22,14 +22,14 @@ use pico_sink::{Batch, Sink};
 use crate::evidence::FaultCount;
 use crate::fault::{FaultMode, FaultSwitch};
 
-use super::{Ctx, ScenarioError, TOPIC, sample_batch};
+use super::{Ctx, RUNTIME_BATCH, ScenarioError, TOPIC, sample_batch};
 
 /// Batches whose `consume` is cut.
 pub const ROUNDS: u64 = 8;
 /// Rounds added, each cutting sooner, while no drop has fallen inside a write.
 const EXTRA_ROUNDS: u64 = 8;
-/// Records per batch.
-const BATCH: u64 = 50;
+/// Records per batch: a runtime's batch, so a drop can fall inside a write of several requests.
+const BATCH: u64 = RUNTIME_BATCH;
 /// Milliseconds the fault path adds to each chunk while a round is cut.
 pub const LATENCY_MS: u64 = 5;
 

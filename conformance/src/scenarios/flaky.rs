@@ -18,7 +18,9 @@ use tokio::task::JoinSet;
 
 use crate::fault::{FaultMode, FaultSwitch, Flaky};
 
-use super::{Ctx, MAX_RESTARTS, ScenarioError, SuiteSize, TOPIC, deliver, open, sample_batch};
+use super::{
+    Ctx, MAX_RESTARTS, RUNTIME_BATCH, ScenarioError, SuiteSize, TOPIC, deliver, open, sample_batch,
+};
 
 /// Batches at full size.
 pub const FULL_BATCHES: u64 = 2_000;
@@ -124,7 +126,8 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// Cuts a growing share of answers ([`ESCALATION`]) on one more partition until a consume
+/// Cuts a growing share of answers ([`ESCALATION`]) of runtime-sized batches
+/// ([`RUNTIME_BATCH`]) on one more partition until a consume
 /// fails (or hangs past [`ESCALATED_CONSUME`]) after an answer was cut, then redelivers that
 /// batch through a driver. Returns the batches redelivered after a cut answer (0 or 1).
 async fn escalate(
@@ -133,8 +136,8 @@ async fn escalate(
     faults: &dyn FaultSwitch,
 ) -> Result<u64, ScenarioError> {
     for (step, per_mille) in ESCALATION.into_iter().enumerate() {
-        let first = step as u64 * BATCH;
-        let batch = sample_batch(TOPIC, PARTITIONS, first..=first + BATCH - 1);
+        let first = step as u64 * RUNTIME_BATCH;
+        let batch = sample_batch(TOPIC, PARTITIONS, first..=first + RUNTIME_BATCH - 1);
         ctx.ledger.lock().sent(&batch);
         let cut_before = faults.stats().acks_lost;
         faults.set(FaultMode::Flaky(Flaky {

@@ -390,7 +390,8 @@ pub async fn run(
         }
     };
     // Judged on every measurement, whichever scenario made it: outside bad-input every record
-    // is valid, so each one rejected is a valid record the destination never got.
+    // is valid, so each one rejected is a valid record the destination never got (inside it,
+    // the ledger names the records every destination can take).
     if scenario != Scenario::BadInput {
         measured.rejected_valid = measured
             .dead_lettered

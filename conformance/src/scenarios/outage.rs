@@ -4,13 +4,14 @@ use std::time::Duration;
 
 use crate::fault::FaultMode;
 
-use super::{Ctx, ScenarioError, TOPIC, sample_batch};
+use super::{Ctx, RUNTIME_BATCH, ScenarioError, TOPIC, sample_batch};
 
 /// How long the destination stays unreachable: with the spec's backoff (attempts at 0, 0.2,
 /// 0.6, 1.4, 3.0 s) the first three attempts fail and the fourth succeeds.
 pub const OUTAGE: Duration = Duration::from_millis(1000);
 
-/// Refuses connections for [`OUTAGE`] while the driver delivers, then delivers one more batch.
+/// Refuses connections for [`OUTAGE`] while the driver delivers a runtime-sized batch, then
+/// delivers one more batch.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let under_test = ctx.new_sink().await?;
     let Some(faults) = under_test.faults.clone() else {
@@ -29,8 +30,9 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
             faults.set(FaultMode::Pass);
         })
     };
+    let after = 50 + RUNTIME_BATCH;
     let during = ctx
-        .deliver(&mut driver, &sample_batch(TOPIC, 0, 50..=149))
+        .deliver(&mut driver, &sample_batch(TOPIC, 0, 50..=after - 1))
         .await;
     restore
         .await
@@ -42,7 +44,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
             "the outage never took effect: nothing was refused".into(),
         ));
     }
-    ctx.deliver(&mut driver, &sample_batch(TOPIC, 0, 150..=199))
+    ctx.deliver(&mut driver, &sample_batch(TOPIC, 0, after..=after + 49))
         .await?;
     ctx.fault("connections or writes refused during the outage", refused);
     ctx.notes.push(if during.attempts >= 2 {

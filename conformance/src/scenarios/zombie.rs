@@ -8,23 +8,24 @@
 
 use crate::overlap::Overlap;
 
-use super::{Ctx, ScenarioError, TOPIC, deliver, sample_batch};
+use super::{Ctx, RUNTIME_BATCH, ScenarioError, TOPIC, deliver, sample_batch};
 
-/// Writer A delivers `[0..=99]`, `[100..=199]`; writer B, at the same time, `[0..=49]`,
-/// `[50..=149]`, `[150..=199]`.
+/// Writer A delivers `[0..=99]`, `[100..=199]`, then a runtime-sized `[200..=699]`; writer B,
+/// at the same time, `[0..=49]`, `[50..=149]`, `[150..=199]`, then `[200..=699]` too.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
+    let last = 200 + RUNTIME_BATCH - 1;
     let overlap = Overlap::default();
     let mut a = ctx.driver_for(overlap.wrap(ctx.new_sink().await?.sink));
     let mut b = ctx.driver_for(overlap.wrap(ctx.new_sink().await?.sink));
     let (la, lb) = (ctx.ledger.clone(), ctx.ledger.clone());
     let writer_a = tokio::spawn(async move {
-        for range in [0..=99, 100..=199] {
+        for range in [0..=99, 100..=199, 200..=last] {
             deliver(&mut a, &sample_batch(TOPIC, 0, range), &la).await?;
         }
         Ok::<_, ScenarioError>(())
     });
     let writer_b = tokio::spawn(async move {
-        for range in [0..=49, 50..=149, 150..=199] {
+        for range in [0..=49, 50..=149, 150..=199, 200..=last] {
             deliver(&mut b, &sample_batch(TOPIC, 0, range), &lb).await?;
         }
         Ok::<_, ScenarioError>(())
@@ -32,13 +33,15 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let (ra, rb) = tokio::join!(writer_a, writer_b);
     ra.map_err(|e| ScenarioError::Failed(format!("writer A: {e}")))??;
     rb.map_err(|e| ScenarioError::Failed(format!("writer B: {e}")))??;
-    // Both writers are handed every record of [0..=199].
-    ctx.fault("records handed to both writers", 200);
+    // Both writers are handed every record of [0..=last].
+    ctx.fault("records handed to both writers", last + 1);
     ctx.notes.push(format!(
         "consumes of the two writers in flight at once, at the peak: {}",
         overlap.peak()
     ));
-    ctx.notes
-        .push("A: [0..=99],[100..=199]; B: [0..=49],[50..=149],[150..=199]; concurrently, both from the committed offset".into());
+    ctx.notes.push(format!(
+        "A: [0..=99],[100..=199],[200..={last}]; B: [0..=49],[50..=149],[150..=199],[200..={last}]; \
+         concurrently, both from the committed offset"
+    ));
     Ok(())
 }
