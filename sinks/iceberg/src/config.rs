@@ -16,10 +16,16 @@ pub struct IcebergSinkConfig {
     pub create_table: bool,
     /// Commit conflicts tolerated within one `consume` before `Retryable`.
     pub max_conflicts: u32,
+    /// Table upkeep: snapshots kept when the sink expires old ones (default 100). Once the
+    /// table holds twice as many, the commit that got there is followed by an expiry that keeps
+    /// the newest `keep_snapshots` (the newest is always the sink's own and carries every
+    /// partition's watermark), so the metadata every commit rewrites stays bounded. `None`:
+    /// the sink never expires snapshots (run your own maintenance).
+    pub keep_snapshots: Option<usize>,
 }
 
 impl IcebergSinkConfig {
-    /// Defaults: create when missing, up to 50 conflicts per batch.
+    /// Defaults: create when missing, up to 50 conflicts per batch, keep 100 snapshots.
     pub fn new(namespace: impl Into<String>, table: impl Into<String>) -> Self {
         Self {
             namespace: vec![namespace.into()],
@@ -27,6 +33,7 @@ impl IcebergSinkConfig {
             scope: Scope::default(),
             create_table: true,
             max_conflicts: 50,
+            keep_snapshots: Some(100),
         }
     }
 }

@@ -21,7 +21,7 @@ use parquet::file::properties::WriterProperties;
 use pico_sink::{
     Batch, Claim, Description, Outcome, Record, Sink, SinkError, WriteReport, convert_records,
 };
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::catalog::PinnedCatalog;
 use crate::config::IcebergSinkConfig;
@@ -39,6 +39,9 @@ pub struct IcebergSink {
     catalog: Arc<dyn Catalog>,
     ident: TableIdent,
     commits: tokio::sync::Mutex<()>,
+    /// Metadata files the last upkeep saw in the table's metadata log (and its current one):
+    /// those that dropped out of the log since are deleted at the next upkeep.
+    seen_metadata: std::sync::Mutex<Vec<String>>,
 }
 
 /// An Iceberg error in the sink contract: invalid data or unsupported features are `Fatal`
@@ -72,6 +75,7 @@ impl IcebergSink {
             catalog,
             ident,
             commits: tokio::sync::Mutex::new(()),
+            seen_metadata: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -109,6 +113,7 @@ impl IcebergSink {
         let tx = Transaction::new(&table);
         let tx = tx
             .fast_append()
+            .with_check_duplicate(false)
             .add_data_files(files)
             .apply(tx)
             .map_err(|e| classify(e, "preparing the append"))?;
@@ -116,6 +121,89 @@ impl IcebergSink {
             .await
             .map(|_| ())
             .map_err(|e| classify(e, &format!("committing to {}", self.ident)))
+    }
+
+    /// Table upkeep after a commit ([`IcebergSinkConfig::keep_snapshots`]): once `table` (as
+    /// the sink's own commit left it, so its current snapshot is the sink's and carries every
+    /// watermark) holds twice the snapshots to keep, expires all but the newest ones, then
+    /// deletes the files nothing reads any more. The batch is committed either way: a failed
+    /// expiry is logged and tried again after a later commit.
+    async fn upkeep(&self, table: &Table) {
+        let Some(keep) = self.config.keep_snapshots.map(|k| k.max(1)) else {
+            return;
+        };
+        let held = table.metadata().snapshots().count();
+        if held < 2 * keep {
+            return;
+        }
+        match self.expire(table, keep).await {
+            Ok(after) => {
+                let deleted = self.delete_unread(table, &after).await;
+                debug!(table = %self.ident, held, keep, deleted, "expired old snapshots");
+            }
+            Err(e) => warn!(
+                table = %self.ident, held, keep, error = %e,
+                "expiring old snapshots failed; tried again after a later commit"
+            ),
+        }
+    }
+
+    /// Expires every snapshot of `table` but the newest `keep`; the table after.
+    async fn expire(&self, table: &Table, keep: usize) -> Result<Table, iceberg::Error> {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(i64::MAX, |d| {
+                i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+            });
+        let tx = Transaction::new(table);
+        let tx = tx
+            .expire_snapshots()
+            .expire_older_than_ms(now_ms.saturating_add(1))
+            .retain_last(keep)
+            .apply(tx)?;
+        tx.commit(self.catalog.as_ref()).await
+    }
+
+    /// Deletes what an expiry left unread: the manifest lists of the snapshots `before` held
+    /// and `after` does not (their manifests and data files stay: later snapshots of a
+    /// fast-append table reference them), and the metadata files that dropped out of the
+    /// metadata log since the previous upkeep (iceberg-rust keeps the log at
+    /// `write.metadata.previous-versions-max` entries but leaves the files). Returns how many
+    /// were deleted; a failed delete leaves an orphan file, logged.
+    async fn delete_unread(&self, before: &Table, after: &Table) -> usize {
+        let kept: std::collections::HashSet<i64> = after
+            .metadata()
+            .snapshots()
+            .map(|s| s.snapshot_id())
+            .collect();
+        let mut unread: Vec<String> = before
+            .metadata()
+            .snapshots()
+            .filter(|s| !kept.contains(&s.snapshot_id()))
+            .map(|s| s.manifest_list().to_owned())
+            .collect();
+        let mut live: Vec<String> = after
+            .metadata()
+            .metadata_log()
+            .iter()
+            .map(|l| l.metadata_file.clone())
+            .collect();
+        live.extend(after.metadata_location().map(str::to_owned));
+        {
+            let mut seen = self.seen_metadata.lock().unwrap_or_else(|p| p.into_inner());
+            unread.extend(seen.iter().filter(|f| !live.contains(f)).cloned());
+            *seen = live;
+        }
+        let mut deleted = 0;
+        for path in unread {
+            match after.file_io().delete(&path).await {
+                Ok(()) => deleted += 1,
+                Err(e) => {
+                    warn!(table = %self.ident, path, error = %e, "deleting an unread file failed; it stays as an orphan")
+                }
+            }
+        }
+        deleted
     }
 
     async fn load(&self) -> Result<Table, SinkError> {
@@ -241,15 +329,20 @@ impl Sink for IcebergSink {
             let text = serde_json::to_string(&marks)
                 .map_err(|e| SinkError::fatal(format!("watermarks: {e}")))?;
             let tx = Transaction::new(&table);
+            // No duplicate-file check: it reads every manifest of the table on each commit (a
+            // cost that grows with every commit), and the files added are always new ones
+            // (named by partition, first offset and the time of the write).
             let tx = tx
                 .fast_append()
+                .with_check_duplicate(false)
                 .add_data_files(files)
                 .set_snapshot_properties(HashMap::from([(WATERMARK_PROPERTY.to_owned(), text)]))
                 .apply(tx)
                 .map_err(|e| classify(e, "preparing the append"))?;
             let pinned = PinnedCatalog::new(self.catalog.clone(), table);
             match tx.commit(&pinned).await {
-                Ok(_) => {
+                Ok(committed) => {
+                    self.upkeep(&committed).await;
                     return Ok(Outcome::new(
                         WriteReport {
                             written: fresh.len() as u64,
@@ -397,6 +490,53 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(contents.rows.len(), 15);
+    }
+
+    /// The sink's own upkeep keeps the snapshots bounded and every watermark readable: a
+    /// replay of a batch whose snapshot expired long ago is still skipped.
+    #[tokio::test]
+    async fn upkeep_bounds_the_snapshots_and_keeps_every_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db").display().to_string();
+        let wh = dir.path().join("wh").display().to_string();
+        let mut config = IcebergSinkConfig::new("ns", "t");
+        config.keep_snapshots = Some(2);
+        let sink = IcebergSink::sqlite(&db, &wh, config).await.unwrap();
+        sink.open().await.unwrap();
+        let other = Batch::new(
+            (0..5)
+                .map(|o| Record::new(RecordId::new("orders", 1, o), format!("w{o}")))
+                .collect(),
+        )
+        .unwrap();
+        sink.consume(&other).await.unwrap();
+        let mut most = 0;
+        for n in 0..10 {
+            sink.consume(&batch(n * 10, n * 10 + 9)).await.unwrap();
+            let held = sink.load().await.unwrap().metadata().snapshots().count();
+            most = most.max(held);
+        }
+        assert!(
+            most <= 3,
+            "at most 2 × 2 - 1 snapshots after a commit, saw {most}"
+        );
+        // The manifest lists of expired snapshots are deleted (`snap-*.avro`), the rest kept.
+        let lists = std::fs::read_dir(dir.path().join("wh/ns/t/metadata"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("snap-")
+            })
+            .count();
+        assert!((1..=3).contains(&lists), "{lists} manifest lists left");
+        let replay = sink.consume(&other).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 5));
+        let replay = sink.consume(&batch(0, 9)).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 10));
+        let contents = crate::read_table(sink.catalog.as_ref(), &sink.ident)
+            .await
+            .unwrap();
+        assert_eq!(contents.rows.len(), 105);
     }
 
     /// A partition above i32::MAX is stored as it is (a `long`, as in Delta), not wrapped.
