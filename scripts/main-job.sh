@@ -29,18 +29,25 @@ done
 # progress here.
 echo "building the conformance suite (first build: 10-25 minutes)..." >&2
 cargo build -p pico-suite --bin pico-conformance
-failed=()
-"$CARGO_TARGET_DIR/debug/pico-conformance" run "${size[@]}" "${write[@]}" "${subset[@]}" ||
-  failed+=(conformance)
+failed=() times=()
+# Runs one suite, keeping its elapsed time for the end of the job; a failure is named.
+suite() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@" || failed+=("$name")
+  times+=("$name $((SECONDS - t0)) s")
+  echo "== $name took $((SECONDS - t0)) s" >&2
+}
+suite conformance "$CARGO_TARGET_DIR/debug/pico-conformance" run "${size[@]}" "${write[@]}" "${subset[@]}"
 if [ ${#subset[@]} -eq 0 ]; then
   # The controls: sinks broken on purpose, each of which the suite must catch.
-  "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}" ||
-    failed+=(controls)
-  bash scripts/crash-suite.sh "${size[@]}" "${write[@]}" || failed+=(crash)
+  suite controls "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}"
+  suite crash bash scripts/crash-suite.sh "${size[@]}" "${write[@]}"
   out=docs
   [ ${#write[@]} -eq 0 ] || out=$(mktemp -d)
-  bash scripts/bench.sh all "${size[@]}" --out "$out" || failed+=(benchmarks)
+  suite benchmarks bash scripts/bench.sh all "${size[@]}" --out "$out"
 fi
+echo "elapsed per suite: ${times[*]/%/,} total ${SECONDS} s" >&2
 if [ ${#failed[@]} -gt 0 ]; then
   echo "main job FAILED: ${failed[*]}" >&2
   exit 1

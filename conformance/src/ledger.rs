@@ -26,6 +26,7 @@ pub struct Ledger {
     miscounted: Vec<String>,
     largest: Option<BatchSize>,
     must_store: BTreeSet<RecordId>,
+    batches_sent: u64,
 }
 
 /// The size of one batch handed to the sink.
@@ -118,6 +119,7 @@ impl Ledger {
 
     /// Records a batch as sent.
     pub fn sent(&mut self, batch: &Batch) {
+        self.batches_sent += 1;
         let size = BatchSize::of(batch);
         if self.largest.is_none_or(|l| size > l) {
             self.largest = Some(size);
@@ -177,6 +179,11 @@ impl Ledger {
                 outcome.already_present
             ));
         }
+    }
+
+    /// Batches handed to the sink so far (a redelivery counts again), and distinct records.
+    pub fn handed(&self) -> (u64, usize) {
+        (self.batches_sent, self.sent.len())
     }
 
     /// Every offset sent so far.

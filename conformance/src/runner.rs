@@ -11,6 +11,7 @@ use pico_sink::{RetryPolicy, Scenario};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
+use crate::ledger::SharedLedger;
 use crate::provider::ProviderKind;
 use crate::report::{
     Provenance, Report, ScenarioReport, TargetReport, TargetStatus, Verdict, judge,
@@ -45,6 +46,39 @@ pub trait Progress: Send + Sync {
     fn started(&self, target: &str, scenario: Scenario);
     /// A scenario ended.
     fn finished(&self, target: &str, report: &ScenarioReport);
+    /// A scenario is still running (every [`HEARTBEAT`]): `status` says how far it got.
+    fn running(&self, target: &str, scenario: Scenario, status: &str) {
+        let _ = (target, scenario, status);
+    }
+}
+
+/// How often a long scenario reports that it is still running.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `work`, reporting `every` while it runs how long it has run and what `ledger` counted.
+async fn with_heartbeat<T>(
+    work: impl std::future::Future<Output = T>,
+    ledger: &SharedLedger,
+    planned: Option<u64>,
+    every: std::time::Duration,
+    report: impl Fn(&str),
+) -> T {
+    let started = std::time::Instant::now();
+    let mut work = std::pin::pin!(work);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = tick.tick() => {
+                let (batches, records) = ledger.lock().handed();
+                let of = planned.map(|p| format!(" of about {p}")).unwrap_or_default();
+                report(&format!(
+                    "still running after {} s: {batches}{of} batches handed to the sink, {records} distinct records",
+                    started.elapsed().as_secs()
+                ));
+            }
+        }
+    }
 }
 
 /// Progress that shows nothing.
@@ -216,8 +250,20 @@ pub async fn run_destination(
         progress.started(name, *scenario);
         let claim = description.claim(*scenario).clone();
         let isolation = isolation_name(*scenario);
-        let cell = match scenarios::run(*scenario, dest, &isolation, opts.policy.clone(), opts.size)
-            .await
+        let ledger = SharedLedger::new(dest.payload_form());
+        let work = scenarios::run(
+            *scenario,
+            dest,
+            &isolation,
+            opts.policy.clone(),
+            opts.size,
+            ledger.clone(),
+        );
+        let planned = scenarios::planned_batches(*scenario, opts.size);
+        let cell = match with_heartbeat(work, &ledger, planned, HEARTBEAT, |status| {
+            progress.running(name, *scenario, status);
+        })
+        .await
         {
             Ok(measured) => {
                 let (outcome, verdict) = judge(&claim, &measured);
@@ -287,4 +333,39 @@ pub fn assert_conformant(row: &TargetReport) {
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::scenarios::sample_batch;
+
+    #[tokio::test]
+    async fn a_long_scenario_reports_while_it_runs() {
+        let ledger = SharedLedger::default();
+        ledger.lock().sent(&sample_batch("t", 0, 0..=9));
+        let lines = Mutex::new(Vec::new());
+        let () = with_heartbeat(
+            tokio::time::sleep(Duration::from_millis(130)),
+            &ledger,
+            Some(2_000),
+            Duration::from_millis(40),
+            |s| {
+                lines
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(s.to_owned())
+            },
+        )
+        .await;
+        let lines = lines.into_inner().unwrap_or_else(|p| p.into_inner());
+        assert!((2..=4).contains(&lines.len()), "{lines:?}");
+        assert!(
+            lines[0].contains("1 of about 2000 batches handed to the sink, 10 distinct records"),
+            "{lines:?}"
+        );
+    }
 }

@@ -38,6 +38,15 @@ pub const ESCALATION: [u16; 4] = [300, 600, 900, 1000];
 /// it, as a runtime's timeout does) and redelivers.
 const ESCALATED_CONSUME: Duration = Duration::from_secs(60);
 
+/// Batches the scenario hands over at `size` before its escalation (one to four more).
+pub fn planned(size: SuiteSize) -> u64 {
+    let batches = match size {
+        SuiteSize::Full => FULL_BATCHES,
+        SuiteSize::Reduced => REDUCED_BATCHES,
+    };
+    batches.div_ceil(u64::from(PARTITIONS)) * u64::from(PARTITIONS)
+}
+
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let batches = match ctx.size {

@@ -358,19 +358,27 @@ pub async fn read_settled(
     )))
 }
 
-/// Runs one scenario in `isolation` and measures the destination afterwards.
+/// How many batches a scenario hands over at `size`, where it is long enough to say
+/// (flaky-network): the total of the progress line.
+pub fn planned_batches(scenario: Scenario, size: SuiteSize) -> Option<u64> {
+    (scenario == Scenario::FlakyNetwork).then(|| flaky::planned(size))
+}
+
+/// Runs one scenario in `isolation` and measures the destination afterwards; `ledger` (new,
+/// comparing in the destination's payload form) counts what is handed over while it runs.
 pub async fn run(
     scenario: Scenario,
     dest: &dyn Destination,
     isolation: &str,
     policy: RetryPolicy,
     size: SuiteSize,
+    ledger: SharedLedger,
 ) -> Result<Measured, ScenarioError> {
     let mut ctx = Ctx {
         dest,
         isolation: isolation.to_owned(),
         policy,
-        ledger: SharedLedger::new(dest.payload_form()),
+        ledger,
         notes: Vec::new(),
         faults: Vec::new(),
         size,

@@ -136,6 +136,9 @@ impl Progress for Display {
             None => self.line(format!("[{target}] {} ...", scenario.id())),
         }
     }
+    fn running(&self, target: &str, scenario: Scenario, status: &str) {
+        self.line(format!("[{target}] {} {status}", scenario.id()));
+    }
     fn finished(&self, target: &str, report: &ScenarioReport) {
         let mark = match report.verdict {
             Verdict::Pass => "ok",
@@ -276,7 +279,9 @@ async fn run(
         opts.scenarios.len()
     };
     let display = Display::new((selected * per_target) as u64);
+    let started = std::time::Instant::now();
     let report = runner::run(&all, &opts, &display).await;
+    let elapsed = started.elapsed().as_secs();
     if let Some(bar) = &display.bar {
         bar.finish_and_clear();
     }
@@ -294,7 +299,7 @@ async fn run(
         .collect();
     let failures = report.failures();
     println!(
-        "summary: {} targets, {cells} scenarios run, {} failed; {} targets SKIPPED (not verified here){}",
+        "summary: {} targets, {cells} scenarios run in {elapsed} s, {} failed; {} targets SKIPPED (not verified here){}",
         report.targets.len(),
         failures.len(),
         skipped.len(),
