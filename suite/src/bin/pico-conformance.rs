@@ -41,29 +41,15 @@ enum Command {
         /// Use only this provider (default: auto — external, docker, native, embedded).
         #[arg(long)]
         provider: Option<ProviderKind>,
-        /// Run the long scenarios (flaky-network) at reduced size, as CI does.
-        #[arg(long)]
-        reduced: bool,
-        /// Where to write duplicate-behaviour.{md,json}; results merge into what is there.
-        #[arg(long, default_value = "docs")]
-        out: PathBuf,
-        /// Print only; write nothing.
-        #[arg(long)]
-        no_write: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Run the controls (sinks over SQLite broken on purpose, and the same sink unbroken)
     /// through every scenario and write the controls table into the report in OUT; fails when
     /// a control is caught by no scenario or the honest sink fails one.
     Controls {
-        /// Run the long scenarios at reduced size, as CI does.
-        #[arg(long)]
-        reduced: bool,
-        /// Directory of the report that receives the table.
-        #[arg(long, default_value = "docs")]
-        out: PathBuf,
-        /// Print only; write nothing.
-        #[arg(long)]
-        no_write: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// List targets and scenarios.
     List,
@@ -83,6 +69,31 @@ enum Command {
         #[arg(long, default_value = "docs")]
         out: PathBuf,
     },
+}
+
+/// How large a run is and where its results go (`run` and `controls`).
+#[derive(clap::Args)]
+struct Output {
+    /// Run the long scenarios (flaky-network) at reduced size, as CI does.
+    #[arg(long)]
+    reduced: bool,
+    /// Where the report is (duplicate-behaviour.{json,md,html}); results merge into it.
+    #[arg(long, default_value = "docs")]
+    out: PathBuf,
+    /// Print only; write nothing.
+    #[arg(long)]
+    no_write: bool,
+}
+
+impl Output {
+    /// The size `--reduced` names.
+    fn size(&self) -> SuiteSize {
+        if self.reduced {
+            SuiteSize::Reduced
+        } else {
+            SuiteSize::Full
+        }
+    }
 }
 
 /// Progress as a bar on a terminal, as plain lines otherwise.
@@ -357,15 +368,6 @@ async fn controls(size: SuiteSize, out: PathBuf, no_write: bool) -> Result<bool,
     Ok(problems.is_empty())
 }
 
-/// The size the `--reduced` flag names.
-fn size(reduced: bool) -> SuiteSize {
-    if reduced {
-        SuiteSize::Reduced
-    } else {
-        SuiteSize::Full
-    }
-}
-
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -412,21 +414,15 @@ fn main() -> ExitCode {
             })
         }
         Command::Merge { from, out } => merge(&from, &out).map(|_| true),
-        Command::Controls {
-            reduced,
-            out,
-            no_write,
-        } => match tokio::runtime::Runtime::new() {
-            Ok(rt) => rt.block_on(controls(size(reduced), out, no_write)),
+        Command::Controls { output } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(controls(output.size(), output.out, output.no_write)),
             Err(e) => Err(format!("starting the runtime: {e}")),
         },
         Command::Run {
             sinks,
             scenarios,
             provider,
-            reduced,
-            out,
-            no_write,
+            output,
         } => match tokio::runtime::Runtime::new() {
             Ok(rt) => {
                 rt.spawn(pico_suite::servers::reaper::stop_on_signal());
@@ -434,9 +430,9 @@ fn main() -> ExitCode {
                     sinks,
                     scenarios,
                     provider,
-                    size(reduced),
-                    out,
-                    no_write,
+                    output.size(),
+                    output.out,
+                    output.no_write,
                 ))
             }
             Err(e) => Err(format!("starting the runtime: {e}")),
