@@ -2,7 +2,7 @@
 //! plus commits and data files per volume written through the sink.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pico_sink::{Batch, Sink};
 
@@ -145,4 +145,105 @@ pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, 
         rows,
         notes,
     })
+}
+
+/// Bytes and files under `dir`, recursively.
+fn usage(dir: &Path) -> (u64, u64) {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                usage(&p)
+            } else {
+                (e.metadata().map_or(0, |m| m.len()), 1)
+            }
+        })
+        .fold((0, 0), |(b, f), (b2, f2)| (b + b2, f + f2))
+}
+
+/// Records per batch of the commit-cost run.
+pub const COMMIT_BATCH: u64 = 100;
+/// The commits whose latency the commit-cost run reports (1-based), each as the median of the
+/// 9 around it.
+pub const REPORTED_COMMITS: [usize; 3] = [1, 1_000, 2_000];
+
+/// What one commit cost as the table grew ([`commit_cost`]).
+#[derive(Debug, Clone)]
+pub struct CommitCost {
+    /// Commits made (one per batch).
+    pub commits: usize,
+    /// Wall time of all of them.
+    pub wall: Duration,
+    /// Per reported commit, the median latency of the commits around it.
+    pub at: Vec<(usize, Duration)>,
+    /// Files and bytes the table's directory holds at the end (data and metadata).
+    pub files: u64,
+    /// See `files`.
+    pub bytes: u64,
+    /// (snapshots or log entries, data files) of the table at the end.
+    pub table: (usize, usize),
+}
+
+/// `commits` batches of [`COMMIT_BATCH`] records through the sink into a fresh local table, one
+/// commit each: the latency of the commits around [`REPORTED_COMMITS`] and what the table holds
+/// at the end. A commit whose cost grows with the table shows here first.
+pub async fn commit_cost(format: Lakehouse, commits: usize) -> Result<CommitCost, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let name = "commit_cost";
+    let sink = LakehouseSink::new(format, dir.path(), name).await?;
+    sink.sink().open().await.map_err(|e| e.to_string())?;
+    let mut latencies = Vec::with_capacity(commits);
+    let started = Instant::now();
+    for n in 0..commits as u64 {
+        let b = batch(0, n * COMMIT_BATCH, COMMIT_BATCH);
+        let t = Instant::now();
+        let outcome = sink.sink().consume(&b).await.map_err(|e| e.to_string())?;
+        latencies.push(t.elapsed());
+        if outcome.written != COMMIT_BATCH {
+            return Err(format!(
+                "commit {} wrote {} of {COMMIT_BATCH} records",
+                n + 1,
+                outcome.written
+            ));
+        }
+    }
+    let wall = started.elapsed();
+    let at = REPORTED_COMMITS
+        .into_iter()
+        .filter(|c| *c <= commits)
+        .map(|c| {
+            let window = latencies[c.saturating_sub(5)..(c + 4).min(commits)].to_vec();
+            (c, super::median(window))
+        })
+        .collect();
+    let (bytes, files) = usage(dir.path());
+    Ok(CommitCost {
+        commits,
+        wall,
+        at,
+        files,
+        bytes,
+        table: sink.stats(dir.path(), name).await?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn commit_cost_counts_every_commit_of_both_formats() {
+        for format in [Lakehouse::Delta, Lakehouse::Iceberg] {
+            let cost = commit_cost(format, 12)
+                .await
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert_eq!(cost.commits, 12, "{format:?}");
+            assert_eq!(cost.at.len(), 1, "{format:?}: only commit 1 is within 12");
+            assert_eq!(cost.table.1, 12, "{format:?}: one data file per commit");
+            assert!(cost.files > 12 && cost.bytes > 0, "{format:?}: {cost:?}");
+        }
+    }
 }

@@ -19,7 +19,7 @@ use pico_sink::{Batch, Record, Sink};
 pub use clickhouse::clickhouse;
 pub use identity::identity;
 pub use influxdb::influxdb;
-pub use lakehouse::{Lakehouse, lakehouse};
+pub use lakehouse::{COMMIT_BATCH, CommitCost, Lakehouse, commit_cost, lakehouse};
 pub use pipeline::pipeline;
 pub use postgres::{postgres, redshift};
 pub use quickwit::quickwit;

@@ -89,6 +89,16 @@ enum Command {
         #[arg(long)]
         reduced: bool,
     },
+    /// What one commit of a lakehouse sink costs as its table grows: COMMITS batches of 100
+    /// records into a fresh local table; prints the latency around commits 1, 1 000 and 2 000
+    /// and the table's files and bytes.
+    CommitCost {
+        /// Which table formats (delta, iceberg).
+        formats: Vec<Which>,
+        /// Commits per format.
+        #[arg(long, default_value_t = 2_000)]
+        commits: usize,
+    },
     /// Re-render benchmarks.{md,svg} from benchmarks.json in DIR.
     Render {
         /// Directory holding benchmarks.json.
@@ -194,6 +204,39 @@ async fn run(cli: Cli) -> Result<bool, String> {
         } => {
             let report = measure(&sinks, size(reduced), pipeline).await?;
             println!("{}", render_markdown(&report));
+            Ok(true)
+        }
+        Command::CommitCost { formats, commits } => {
+            for which in formats {
+                let format = match which {
+                    Which::Delta => Lakehouse::Delta,
+                    Which::Iceberg => Lakehouse::Iceberg,
+                    _ => return Err("commit-cost measures delta and iceberg".into()),
+                };
+                let cost = bench::commit_cost(format, commits).await?;
+                let at: Vec<String> = cost
+                    .at
+                    .iter()
+                    .map(|(c, d)| format!("commit {c}: {:.1} ms", d.as_secs_f64() * 1e3))
+                    .collect();
+                println!(
+                    "{format:?}: {} commits of {} records in {:.1} s ({} build); {}; table: {} \
+                     commits/snapshots, {} data files; directory: {} files, {} bytes",
+                    cost.commits,
+                    bench::COMMIT_BATCH,
+                    cost.wall.as_secs_f64(),
+                    if cfg!(debug_assertions) {
+                        "debug"
+                    } else {
+                        "release"
+                    },
+                    at.join(", "),
+                    cost.table.0,
+                    cost.table.1,
+                    cost.files,
+                    cost.bytes
+                );
+            }
             Ok(true)
         }
         Command::Render { out } => {
