@@ -49,10 +49,6 @@ pub fn planned(size: SuiteSize) -> u64 {
 
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
-    let batches = match ctx.size {
-        SuiteSize::Full => FULL_BATCHES,
-        SuiteSize::Reduced => REDUCED_BATCHES,
-    };
     let under_test = ctx
         .dest
         .sink(&ctx.isolation)
@@ -67,7 +63,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     let mut opener = ctx.driver_for(under_test.sink.clone());
     let opened = open(&mut opener).await;
     let sink = under_test.sink;
-    let per_partition = batches.div_ceil(u64::from(PARTITIONS));
+    let per_partition = planned(ctx.size) / u64::from(PARTITIONS);
     let mut tasks = JoinSet::new();
     if opened.is_ok() {
         for partition in 0..PARTITIONS {
