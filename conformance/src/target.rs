@@ -94,6 +94,29 @@ impl Readback {
             notes: Vec::new(),
         }
     }
+
+    /// Adds a page's rows, physical rows and notes to what was read so far.
+    pub fn absorb(&mut self, page: Readback) {
+        self.rows.extend(page.rows);
+        self.physical_rows = match (self.physical_rows, page.physical_rows) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        for note in page.notes {
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+        }
+    }
+}
+
+/// One page of a read-back ([`Destination::read_page`]).
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// What this page holds.
+    pub back: Readback,
+    /// Where the next page starts, opaque to the suite (`None`: this page was the last).
+    pub next: Option<String>,
 }
 
 /// FNV-1a 64 of a value, for comparing what was sent with what is stored.
@@ -176,6 +199,16 @@ pub trait Destination: Send + Sync {
     }
     /// What `isolation` holds, read from the destination (after [`Destination::settle`]).
     async fn read_back(&self, isolation: &str) -> Result<Readback, String>;
+    /// One page of what `isolation` holds, from `cursor` (`None`: the first page). The suite
+    /// reads page after page until one names no next page, retrying each page on its own, so
+    /// a failed answer costs one page rather than the whole read. The default is a single
+    /// page: [`Destination::read_back`].
+    async fn read_page(&self, isolation: &str, cursor: Option<&str>) -> Result<Page, String> {
+        let _ = cursor;
+        self.read_back(isolation)
+            .await
+            .map(|back| Page { back, next: None })
+    }
     /// Stops what the provider started.
     async fn shutdown(self: Box<Self>) -> Result<(), String>;
 }

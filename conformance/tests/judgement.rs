@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use pico_conformance::report::Verdict;
 use pico_conformance::runner::{RunOptions, Silent, run_destination};
 use pico_conformance::target::{
-    Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, checksum,
+    Destination, Page, ReadRow, Readback, ServerInfo, SinkUnderTest, checksum,
 };
 use pico_sink::{
     Batch, Claim, Description, Outcome, Record, RejectedRecord, Scenario, Sink, SinkError,
@@ -55,6 +55,9 @@ enum Behaviour {
     AppendsChanged,
     /// Stores its first batch, then fails it with an error of its own (no injected fault).
     FailsFirstAfterStoring,
+    /// Upserts like `Honest`, on a destination read back in pages of 2 000 rows whose every
+    /// page fails at its first attempt.
+    HonestPagedFlaky,
 }
 
 struct MemorySink {
@@ -88,6 +91,7 @@ impl Sink for MemorySink {
             Behaviour::Honest
             | Behaviour::HonestUnproxied
             | Behaviour::Slow
+            | Behaviour::HonestPagedFlaky
             | Behaviour::ClaimsToTell => upsert(
                 store.applied.entry(self.isolation.clone()).or_default(),
                 batch.records(),
@@ -174,7 +178,12 @@ impl Sink for MemorySink {
 struct Memory {
     store: Shared,
     behaviour: Behaviour,
+    /// Pages (isolation, first row) whose first attempt failed already.
+    failed_pages: Mutex<HashSet<(String, usize)>>,
 }
+
+/// Rows per page of [`Behaviour::HonestPagedFlaky`].
+const PAGE: usize = 2_000;
 
 #[async_trait]
 impl Destination for Memory {
@@ -225,6 +234,33 @@ impl Destination for Memory {
         ))
     }
 
+    async fn read_page(&self, isolation: &str, cursor: Option<&str>) -> Result<Page, String> {
+        if !matches!(self.behaviour, Behaviour::HonestPagedFlaky) {
+            return self
+                .read_back(isolation)
+                .await
+                .map(|back| Page { back, next: None });
+        }
+        let from = cursor
+            .map_or(Ok(0), str::parse::<usize>)
+            .map_err(|e| e.to_string())?;
+        if self
+            .failed_pages
+            .lock()
+            .unwrap()
+            .insert((isolation.to_owned(), from))
+        {
+            return Err(format!("page at {from}: connection reset (first attempt)"));
+        }
+        let mut all = self.read_back(isolation).await?.rows;
+        let to = (from + PAGE).min(all.len());
+        let next = (to < all.len()).then(|| to.to_string());
+        Ok(Page {
+            back: Readback::of_rows(all.drain(from..to).collect()),
+            next,
+        })
+    }
+
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
         Ok(())
     }
@@ -234,6 +270,7 @@ async fn verdict(behaviour: Behaviour, scenario: Scenario) -> (Verdict, String) 
     let dest = Memory {
         store: Shared::default(),
         behaviour,
+        failed_pages: Mutex::default(),
     };
     let row = run_destination(
         "memory",
@@ -389,4 +426,14 @@ async fn bad_input_fails_a_sink_that_refuses_a_plain_record_among_hostile_ones()
     assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
     assert!(outcome.contains("valid record"), "{outcome}");
     assert!(outcome.contains("pico.conformance:3:3"), "{outcome}");
+}
+
+#[tokio::test]
+async fn the_judge_reads_back_page_by_page_retrying_each_page() {
+    // Every page fails at its first attempt. Retried whole, the read would get one page
+    // further per attempt and need 7 attempts for the 6 pages (10 340 rows); a judge that read
+    // the first page only would find loss. Page by page, each page is retried once.
+    let (v, outcome) = verdict(Behaviour::HonestPagedFlaky, Scenario::ReplaySameBatch).await;
+    assert_eq!(v, Verdict::Pass, "{outcome}");
+    assert!(outcome.contains("no visible duplicate"), "{outcome}");
 }

@@ -331,31 +331,54 @@ pub async fn deliver(
     Ok(delivered)
 }
 
-/// Attempts at reading back before a scenario fails.
+/// Attempts at settling, and at reading each page back, before a scenario fails.
 const READ_ATTEMPTS: u32 = 6;
 
-/// Settles, then reads back `isolation`; both retried with backoff.
+/// Runs `attempt` until it succeeds, [`READ_ATTEMPTS`] times at most, with backoff.
+async fn retried<T, F>(what: &str, mut attempt: impl FnMut() -> F) -> Result<T, ScenarioError>
+where
+    F: std::future::Future<Output = Result<T, String>>,
+{
+    let mut last = String::new();
+    for n in 0..READ_ATTEMPTS {
+        if n > 0 {
+            tokio::time::sleep(Duration::from_millis(200 << n.min(5))).await;
+        }
+        match attempt().await {
+            Ok(done) => return Ok(done),
+            Err(e) => last = e,
+        }
+    }
+    Err(ScenarioError::Failed(format!(
+        "{what}: {last} (after {READ_ATTEMPTS} attempts)"
+    )))
+}
+
+/// Settles, then reads `isolation` back page by page ([`Destination::read_page`]); settling
+/// and each page are retried with backoff.
 pub async fn read_settled(
     dest: &dyn Destination,
     isolation: &str,
 ) -> Result<Readback, ScenarioError> {
-    let mut last = String::new();
-    for attempt in 0..READ_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(200 << attempt.min(5))).await;
+    retried("waiting for the destination to settle", || {
+        dest.settle(isolation)
+    })
+    .await?;
+    let mut back = Readback::default();
+    let mut cursor: Option<String> = None;
+    let mut page = 1;
+    loop {
+        let read = retried(&format!("reading back page {page}"), || {
+            dest.read_page(isolation, cursor.as_deref())
+        })
+        .await?;
+        back.absorb(read.back);
+        match read.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(back),
         }
-        if let Err(e) = dest.settle(isolation).await {
-            last = format!("waiting for the destination to settle: {e}");
-            continue;
-        }
-        match dest.read_back(isolation).await {
-            Ok(back) => return Ok(back),
-            Err(e) => last = format!("reading back: {e}"),
-        }
+        page += 1;
     }
-    Err(ScenarioError::Failed(format!(
-        "{last} (after {READ_ATTEMPTS} attempts)"
-    )))
 }
 
 /// How many batches a scenario hands over at `size`, where it is long enough to say
