@@ -11,7 +11,7 @@ use crate::servers::postgres::{PgServer, connect};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::proxy::FaultProxies;
 use pico_conformance::target::{
-    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
+    Destination, Page, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
 };
 
@@ -102,31 +102,51 @@ impl Destination for PgDestination {
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+        let mut rows = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.read_page(isolation, cursor.as_deref()).await?;
+            rows.extend(page.back.rows);
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(Readback::of_rows(rows)),
+            }
+        }
+    }
+
+    async fn read_page(&self, isolation: &str, cursor: Option<&str>) -> Result<Page, String> {
         let client = connect(self.server()?.url()).await?;
-        let sql = format!(
-            "SELECT pico_topic, pico_partition, pico_offset, value::text FROM public.{}",
-            pico_pg_quote(&table_name(isolation))
-        );
-        let rows = client
-            .query(&sql, &[])
-            .await
-            .map_err(|e| format!("{sql}: {e}"))?;
-        let rows = rows
-            .iter()
-            .map(|r| {
-                let topic: String = r.get(0);
-                let partition: i32 = r.get(1);
-                let offset: i64 = r.get(2);
-                let value: Option<String> = r.get(3);
-                let value = bytes::Bytes::from(value.unwrap_or_default());
-                ReadRow {
-                    id: RecordId::new(topic, partition as u32, offset as u64),
-                    checksum: payload_checksum(PayloadForm::Json, &value),
-                    value,
-                }
-            })
-            .collect();
-        Ok(Readback::of_rows(rows))
+        let table = pico_pg_quote(&table_name(isolation));
+        let after = cursor.map(PageKey::parse).transpose()?;
+        let rows = match &after {
+            None => {
+                let sql = page_sql(&table, "");
+                client
+                    .query(&sql, &[])
+                    .await
+                    .map_err(|e| format!("{sql}: {e}"))?
+            }
+            Some(key) => {
+                let sql = page_sql(
+                    &table,
+                    "WHERE (pico_topic, pico_partition, pico_offset, ctid) \
+                     > ($1, $2, $3, $4::text::tid)",
+                );
+                client
+                    .query(&sql, &[&key.topic, &key.partition, &key.offset, &key.ctid])
+                    .await
+                    .map_err(|e| format!("{sql}: {e}"))?
+            }
+        };
+        let next = match rows.last() {
+            Some(last) if rows.len() == PAGE_ROWS => Some(PageKey::of_row(last).render()?),
+            _ => None,
+        };
+        let rows = rows.iter().map(read_row).collect();
+        Ok(Page {
+            back: Readback::of_rows(rows),
+            next,
+        })
     }
 
     async fn shutdown(mut self: Box<Self>) -> Result<(), String> {
@@ -135,6 +155,59 @@ impl Destination for PgDestination {
             Some(s) => s.stop().await,
             None => Ok(()),
         }
+    }
+}
+
+/// Rows per page of the judge's read-back.
+const PAGE_ROWS: usize = 5_000;
+
+/// One page in key order. `ctid` breaks ties, so a table that lost its primary key still shows
+/// every physical row once.
+fn page_sql(table: &str, filter: &str) -> String {
+    format!(
+        "SELECT pico_topic, pico_partition, pico_offset, value::text, ctid::text FROM public.{table} \
+         {filter} ORDER BY pico_topic, pico_partition, pico_offset, ctid LIMIT {PAGE_ROWS}"
+    )
+}
+
+fn read_row(r: &tokio_postgres::Row) -> ReadRow {
+    let topic: String = r.get(0);
+    let partition: i32 = r.get(1);
+    let offset: i64 = r.get(2);
+    let value: Option<String> = r.get(3);
+    let value = bytes::Bytes::from(value.unwrap_or_default());
+    ReadRow {
+        id: RecordId::new(topic, partition as u32, offset as u64),
+        checksum: payload_checksum(PayloadForm::Json, &value),
+        value,
+    }
+}
+
+/// Where a page ends: the last row's key and physical position.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PageKey {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    ctid: String,
+}
+
+impl PageKey {
+    fn of_row(r: &tokio_postgres::Row) -> Self {
+        Self {
+            topic: r.get(0),
+            partition: r.get(1),
+            offset: r.get(2),
+            ctid: r.get(4),
+        }
+    }
+
+    fn render(&self) -> Result<String, String> {
+        serde_json::to_string(self).map_err(|e| format!("page cursor: {e}"))
+    }
+
+    fn parse(cursor: &str) -> Result<Self, String> {
+        serde_json::from_str(cursor).map_err(|e| format!("page cursor {cursor:?}: {e}"))
     }
 }
 
