@@ -218,4 +218,8 @@ impl<S: Sink> Sink for FaultySink<S> {
     fn describe(&self) -> Description {
         self.inner.describe()
     }
+
+    fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
+        self.inner.commit_policy()
+    }
 }

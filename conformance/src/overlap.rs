@@ -73,4 +73,8 @@ impl Sink for Counted {
     fn describe(&self) -> Description {
         self.inner.describe()
     }
+
+    fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
+        self.inner.commit_policy()
+    }
 }

@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use pico_sink::CommitPolicy;
 use serde::Deserialize;
 
 use crate::sinks::SinkSettings;
@@ -76,10 +77,46 @@ fn default_progress_secs() -> u64 {
     10
 }
 
-/// When a partition's buffered records become a batch.
-#[derive(Debug, Clone, Deserialize)]
+/// When a partition's buffered records become a batch, as the pipeline file says. A setting
+/// left out comes from the sink's [`CommitPolicy`] (lakehouse sinks, whose every batch is a
+/// table commit, ask for large batches), else from the defaults: 500 records, 1 MiB, 200 ms.
+/// [`BatchSettings::limits`] resolves them.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BatchSettings {
+    /// At most this many records per batch.
+    pub max_records: Option<usize>,
+    /// At most this many payload bytes (keys and values) per batch.
+    pub max_bytes: Option<usize>,
+    /// A partition's records wait at most this long for more before they are delivered.
+    pub linger_ms: Option<u64>,
+}
+
+impl BatchSettings {
+    /// What the runtime batches by: each setting from the pipeline file, else from the sink's
+    /// policy, else the default.
+    pub fn limits(&self, policy: Option<CommitPolicy>) -> BatchLimits {
+        let fallback = BatchLimits::default();
+        BatchLimits {
+            max_records: self
+                .max_records
+                .or(policy.map(|p| p.max_records))
+                .unwrap_or(fallback.max_records),
+            max_bytes: self
+                .max_bytes
+                .or(policy.map(|p| p.max_bytes))
+                .unwrap_or(fallback.max_bytes),
+            linger_ms: self
+                .linger_ms
+                .or(policy.map(|p| p.max_latency_ms))
+                .unwrap_or(fallback.linger_ms),
+        }
+    }
+}
+
+/// The resolved batching of one pipeline ([`BatchSettings::limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
     /// At most this many records per batch.
     pub max_records: usize,
     /// At most this many payload bytes (keys and values) per batch.
@@ -88,7 +125,7 @@ pub struct BatchSettings {
     pub linger_ms: u64,
 }
 
-impl Default for BatchSettings {
+impl Default for BatchLimits {
     fn default() -> Self {
         Self {
             max_records: 500,
@@ -98,7 +135,7 @@ impl Default for BatchSettings {
     }
 }
 
-impl BatchSettings {
+impl BatchLimits {
     /// The linger as a duration.
     pub fn linger(&self) -> Duration {
         Duration::from_millis(self.linger_ms)
@@ -223,7 +260,7 @@ impl Pipeline {
         if self.kafka.topics.is_empty() {
             return bad("kafka.topics is empty: name at least one topic");
         }
-        if self.batch.max_records == 0 || self.batch.max_bytes == 0 {
+        if self.batch.max_records == Some(0) || self.batch.max_bytes == Some(0) {
             return bad("batch.max_records and batch.max_bytes must be above 0");
         }
         if self.retry.max_attempts == 0 {
@@ -265,7 +302,8 @@ mod tests {
             "#,
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(p.batch.max_records, 500);
+        assert_eq!(p.batch.limits(None), BatchLimits::default());
+        assert_eq!(p.batch.limits(None).max_records, 500);
         assert_eq!(p.retry.max_attempts, 5);
         assert!(p.dead_letter.is_none());
 
@@ -287,5 +325,34 @@ mod tests {
             "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
         );
         assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn batching_comes_from_the_file_then_the_sink_then_the_defaults() {
+        let lakehouse = CommitPolicy::new(100_000, 64 << 20, Duration::from_secs(60));
+        let none = BatchSettings::default();
+        assert_eq!(none.limits(None), BatchLimits::default());
+        assert_eq!(
+            none.limits(Some(lakehouse)),
+            BatchLimits {
+                max_records: 100_000,
+                max_bytes: 64 << 20,
+                linger_ms: 60_000
+            }
+        );
+        let records_only = BatchSettings {
+            max_records: Some(200),
+            ..BatchSettings::default()
+        };
+        let limits = records_only.limits(Some(lakehouse));
+        assert_eq!(
+            (limits.max_records, limits.max_bytes, limits.linger_ms),
+            (200, 64 << 20, 60_000),
+            "a setting in the file wins, the others come from the sink"
+        );
+        assert_eq!(
+            records_only.limits(None).linger(),
+            Duration::from_millis(200)
+        );
     }
 }

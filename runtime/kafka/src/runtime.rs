@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
-use crate::config::Pipeline;
+use crate::config::{BatchLimits, Pipeline};
 use crate::tracker::Progress;
 
 /// A topic and partition.
@@ -376,6 +376,7 @@ pub async fn run(
         None => None,
     };
     let (failures, mut failed) = mpsc::unbounded_channel();
+    let batch = pipeline.batch.limits(sink.commit_policy());
     let kit = WorkerKit {
         sink,
         policy: pipeline.retry.policy(),
@@ -385,9 +386,15 @@ pub async fn run(
         dlq,
         failures,
     };
-    info!(group = %pipeline.kafka.group, topics = ?pipeline.kafka.topics, "consuming");
+    info!(
+        group = %pipeline.kafka.group,
+        topics = ?pipeline.kafka.topics,
+        max_records = batch.max_records,
+        max_bytes = batch.max_bytes,
+        linger_ms = batch.linger_ms,
+        "consuming"
+    );
 
-    let batch = &pipeline.batch;
     let mut pending: HashMap<Tp, Pending> = HashMap::new();
     let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
     let progress_every = Duration::from_secs(pipeline.kafka.progress_secs.max(1));
@@ -421,7 +428,7 @@ pub async fn run(
                     buffer.bytes += record_bytes(&record);
                     buffer.records.push(record);
                     if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
-                        flush(&tp, &mut pending, &kit, pipeline, false);
+                        flush(&tp, &mut pending, &kit, &batch, false);
                     }
                 }
                 Err(e) => {
@@ -438,7 +445,7 @@ pub async fn run(
                     .map(|(tp, _)| tp.clone())
                     .collect();
                 for tp in due {
-                    flush(&tp, &mut pending, &kit, pipeline, false);
+                    flush(&tp, &mut pending, &kit, &batch, false);
                 }
                 if last_progress.elapsed() >= progress_every {
                     last_progress = Instant::now();
@@ -454,11 +461,11 @@ pub async fn run(
     info!("shutdown requested: draining");
     let tps: Vec<Tp> = pending.keys().cloned().collect();
     for tp in &tps {
-        flush(tp, &mut pending, &kit, pipeline, true);
+        flush(tp, &mut pending, &kit, &batch, true);
         while pending.get(tp).is_some_and(|p| !p.records.is_empty()) {
             tokio::select! {
                 Some(exit) = failed.recv() => { abort_workers(&shared); return Ok(exit); }
-                () = tokio::time::sleep(Duration::from_millis(20)) => flush(tp, &mut pending, &kit, pipeline, true),
+                () = tokio::time::sleep(Duration::from_millis(20)) => flush(tp, &mut pending, &kit, &batch, true),
             }
         }
     }
@@ -509,13 +516,12 @@ fn flush(
     tp: &Tp,
     pending: &mut HashMap<Tp, Pending>,
     kit: &WorkerKit,
-    pipeline: &Pipeline,
+    limits: &BatchLimits,
     whole: bool,
 ) {
     let Some(buffer) = pending.get_mut(tp) else {
         return;
     };
-    let limits = &pipeline.batch;
     let queue = {
         let mut workers = lock(&kit.shared.workers);
         let worker = workers.entry(tp.clone()).or_insert_with(|| {
@@ -567,16 +573,19 @@ fn flush(
             break;
         }
     }
-    let high = 4 * limits.max_records;
+    // Four batches' worth stays buffered at most while the sink is behind.
+    let high = limits.max_records.saturating_mul(4);
+    let high_bytes = limits.max_bytes.saturating_mul(4);
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition(&tp.0, tp.1);
-    if !buffer.paused && buffer.records.len() >= high {
+    if !buffer.paused && (buffer.records.len() >= high || buffer.bytes >= high_bytes) {
         if kit.consumer.pause(&tpl).is_ok() {
             buffer.paused = true;
             debug!(topic = %tp.0, partition = tp.1, "paused: the sink is behind");
         }
     } else if buffer.paused
         && buffer.records.len() < limits.max_records
+        && buffer.bytes < limits.max_bytes
         && kit.consumer.resume(&tpl).is_ok()
     {
         buffer.paused = false;

@@ -11,6 +11,8 @@
 //!   the offset may be committed.
 //! * [`SinkError`]: `Retryable` (try the same batch again; may carry `Retry-After`) or `Fatal`
 //!   (misconfiguration: the message says what to change), each with its source error.
+//! * [`CommitPolicy`]: the batch size a sink whose every `consume` is a costly commit asks of
+//!   its runtime ([`Sink::commit_policy`]).
 //! * [`Driver`]: the reference runtime loop — consume, commit only after success, retry the same
 //!   batch with jittered exponential backoff, hand rejected records (whole, as [`DeadLetter`]s)
 //!   to a dead-letter hook.
@@ -26,6 +28,7 @@ mod envelope;
 mod error;
 mod isolate;
 mod mapping;
+mod policy;
 mod record;
 mod secret;
 mod sink;
@@ -39,6 +42,7 @@ pub use error::{DeadLetter, ErrorSource, RejectedRecord, SinkError, convert_reco
 pub use isolate::{Attempt, Isolator};
 pub use mapping::{MappedColumn, extract_mapped};
 pub use pico_identity as identity;
+pub use policy::CommitPolicy;
 pub use record::{Header, Record};
 pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url};
 pub use sink::{Outcome, Sink, WriteReport};

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::batch::Batch;
 use crate::claim::Description;
 use crate::error::{DeadLetter, RejectedRecord, SinkError};
+use crate::policy::CommitPolicy;
 
 /// Counts of what a write did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -122,6 +123,13 @@ pub trait Sink: Send + Sync {
 
     /// The mechanism and the behaviour claimed per scenario.
     fn describe(&self) -> Description;
+
+    /// How large a batch this sink wants, where every `consume` is one costly commit (a
+    /// lakehouse table commit): a runtime gathers that many records per batch unless told
+    /// otherwise. `None` (the default): any batch size suits the sink.
+    fn commit_policy(&self) -> Option<CommitPolicy> {
+        None
+    }
 }
 
 macro_rules! forward_sink {
@@ -142,6 +150,10 @@ macro_rules! forward_sink {
 
             fn describe(&self) -> Description {
                 (**self).describe()
+            }
+
+            fn commit_policy(&self) -> Option<CommitPolicy> {
+                (**self).commit_policy()
             }
         }
     )*};

@@ -1,5 +1,6 @@
 //! [`DeltaSinkConfig`].
 
+use pico_sink::CommitPolicy;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,12 @@ pub struct DeltaSinkConfig {
     pub commit_attempts: u32,
     /// Namespace qualifying `pico_topic` and the application id.
     pub scope: Scope,
+    /// How many records a runtime gathers into one batch, that is into one table commit
+    /// ([`pico_sink::Sink::commit_policy`]); default 500 000 records, 64 MiB or 60 s. Every
+    /// commit adds a log entry and at least one data file, so batches of a few hundred
+    /// records leave many small files and a long log.
+    #[serde(default)]
+    pub commit: CommitPolicy,
 }
 
 impl std::fmt::Debug for DeltaSinkConfig {
@@ -37,12 +44,14 @@ impl std::fmt::Debug for DeltaSinkConfig {
             .field("checkpoint_interval", &self.checkpoint_interval)
             .field("commit_attempts", &self.commit_attempts)
             .field("scope", &self.scope)
+            .field("commit", &self.commit)
             .finish()
     }
 }
 
 impl DeltaSinkConfig {
-    /// Defaults: create if missing, a checkpoint every 10 commits, 32 commit attempts.
+    /// Defaults: create if missing, a checkpoint every 10 commits, 32 commit attempts, commits
+    /// of up to 500 000 records, 64 MiB or 60 s ([`CommitPolicy::default`]).
     pub fn new(location: impl Into<String>) -> Self {
         Self {
             location: location.into(),
@@ -51,6 +60,7 @@ impl DeltaSinkConfig {
             checkpoint_interval: 10,
             commit_attempts: 32,
             scope: Scope::default(),
+            commit: CommitPolicy::default(),
         }
     }
 }

@@ -246,6 +246,11 @@ fn loaded<'a>(
 #[async_trait]
 impl Sink for DeltaSink {
     async fn open(&self) -> Result<(), SinkError> {
+        if let Some(problem) = self.config.commit.problem() {
+            return Err(SinkError::fatal(format!(
+                "DeltaSinkConfig.commit: {problem} (or leave it at CommitPolicy::default())"
+            )));
+        }
         self.table().await.map(|_| ())
     }
 
@@ -382,6 +387,10 @@ impl Sink for DeltaSink {
         Ok(())
     }
 
+    fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
+        Some(self.config.commit)
+    }
+
     fn describe(&self) -> Description {
         Description::new(
             "delta",
@@ -398,6 +407,25 @@ impl Sink for DeltaSink {
 #[cfg(test)]
 mod tests {
     use super::transient_kernel_error;
+    use crate::{DeltaSink, DeltaSinkConfig};
+    use pico_sink::{CommitPolicy, Sink};
+
+    /// The sink asks its runtime for commit-sized batches, and a bound of 0 is refused at
+    /// `open`, before the table is touched, with the field to change.
+    #[tokio::test]
+    async fn the_commit_policy_reaches_the_runtime_and_a_zero_bound_is_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = DeltaSinkConfig::new(dir.path().join("t").display().to_string());
+        assert_eq!(
+            DeltaSink::new(config.clone()).commit_policy(),
+            Some(CommitPolicy::default())
+        );
+        config.commit.max_latency_ms = 0;
+        let e = DeltaSink::new(config).open().await.unwrap_err();
+        assert!(e.is_fatal(), "{e}");
+        assert!(e.to_string().contains("commit: max_latency_ms"), "{e}");
+        assert!(!dir.path().join("t").exists(), "nothing was created");
+    }
 
     #[test]
     fn generic_errors_wrapping_a_store_failure_are_retryable() {

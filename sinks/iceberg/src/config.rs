@@ -1,5 +1,6 @@
 //! [`IcebergSinkConfig`].
 
+use pico_sink::CommitPolicy;
 use pico_sink::identity::Scope;
 
 /// Configuration of [`crate::IcebergSink`].
@@ -22,10 +23,16 @@ pub struct IcebergSinkConfig {
     /// partition's watermark), so the metadata every commit rewrites stays bounded. `None`:
     /// the sink never expires snapshots (run your own maintenance).
     pub keep_snapshots: Option<usize>,
+    /// How many records a runtime gathers into one batch, that is into one snapshot
+    /// ([`pico_sink::Sink::commit_policy`]); default 500 000 records, 64 MiB or 60 s. Every
+    /// commit writes a data file, a manifest, a manifest list and a metadata file, so batches of
+    /// a few hundred records leave many small files.
+    pub commit: CommitPolicy,
 }
 
 impl IcebergSinkConfig {
-    /// Defaults: create when missing, up to 50 conflicts per batch, keep 100 snapshots.
+    /// Defaults: create when missing, up to 50 conflicts per batch, keep 100 snapshots,
+    /// commits of up to 500 000 records, 64 MiB or 60 s ([`CommitPolicy::default`]).
     pub fn new(namespace: impl Into<String>, table: impl Into<String>) -> Self {
         Self {
             namespace: vec![namespace.into()],
@@ -34,6 +41,7 @@ impl IcebergSinkConfig {
             create_table: true,
             max_conflicts: 50,
             keep_snapshots: Some(100),
+            commit: CommitPolicy::default(),
         }
     }
 }

@@ -257,6 +257,11 @@ impl IcebergSink {
 #[async_trait]
 impl Sink for IcebergSink {
     async fn open(&self) -> Result<(), SinkError> {
+        if let Some(problem) = self.config.commit.problem() {
+            return Err(SinkError::fatal(format!(
+                "IcebergSinkConfig.commit: {problem} (or leave it at CommitPolicy::default())"
+            )));
+        }
         if !self.config.create_table {
             return Ok(());
         }
@@ -368,6 +373,10 @@ impl Sink for IcebergSink {
         Ok(())
     }
 
+    fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
+        Some(self.config.commit)
+    }
+
     fn describe(&self) -> Description {
         Description::new(
             "iceberg",
@@ -393,6 +402,26 @@ mod tests {
                 .collect(),
         )
         .unwrap()
+    }
+
+    /// The sink asks its runtime for commit-sized batches, and a bound of 0 is refused at
+    /// `open` with the field to change.
+    #[tokio::test]
+    async fn the_commit_policy_reaches_the_runtime_and_a_zero_bound_is_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db").display().to_string();
+        let wh = dir.path().join("wh").display().to_string();
+        let mut config = IcebergSinkConfig::new("ns", "t");
+        let sink = IcebergSink::sqlite(&db, &wh, config.clone()).await.unwrap();
+        assert_eq!(
+            sink.commit_policy(),
+            Some(pico_sink::CommitPolicy::default())
+        );
+        config.commit.max_bytes = 0;
+        let sink = IcebergSink::sqlite(&db, &wh, config).await.unwrap();
+        let e = sink.open().await.unwrap_err();
+        assert!(e.is_fatal(), "{e}");
+        assert!(e.to_string().contains("commit: max_bytes"), "{e}");
     }
 
     /// Why commits go through the pinned view: iceberg-rust re-applies an append made from a

@@ -121,7 +121,10 @@ async fn end_to_end(brokers: &str, topic: &str, pg_url: &str) -> Result<(Duratio
         .map_err(|e| e.to_string())?;
     let elapsed = started.elapsed();
     match exit {
-        pico_kafka::runtime::Exit::Drained => Ok((elapsed, pipeline.batch.max_records as u64)),
+        pico_kafka::runtime::Exit::Drained => Ok((
+            elapsed,
+            pipeline.batch.limits(sink.commit_policy()).max_records as u64,
+        )),
         other => Err(format!("the runtime stopped: {other:?}")),
     }
 }
