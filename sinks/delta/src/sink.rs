@@ -235,6 +235,31 @@ impl DeltaSink {
     }
 }
 
+/// Writes `batch` as data files of `table`, not yet committed: the add actions of its commit.
+/// Files written and never committed (a crash, a cancelled consume, a lost race) stay in the
+/// table's directory unreferenced, for `VACUUM`.
+async fn write_files(
+    table: &DeltaTable,
+    scope: &Scope,
+    batch: &Batch,
+) -> Result<Vec<Action>, SinkError> {
+    let rows = to_arrow(scope, batch.records())
+        .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
+    let mut writer =
+        RecordBatchWriter::for_table(table).map_err(|e| error(e, "creating the writer"))?;
+    writer
+        .write(rows)
+        .await
+        .map_err(|e| error(e, "writing data files"))?;
+    Ok(writer
+        .flush()
+        .await
+        .map_err(|e| error(e, "flushing data files"))?
+        .into_iter()
+        .map(Action::Add)
+        .collect())
+}
+
 /// The table inside a guard that [`DeltaSink::table`] filled.
 fn loaded<'a>(
     slot: &'a mut MutexGuard<'_, Option<DeltaTable>>,
@@ -319,21 +344,7 @@ impl Sink for DeltaSink {
                     done = true;
                     break;
                 };
-                let rows = to_arrow(&scope, tail.records())
-                    .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
-                let mut writer = RecordBatchWriter::for_table(table)
-                    .map_err(|e| error(e, "creating the writer"))?;
-                writer
-                    .write(rows)
-                    .await
-                    .map_err(|e| error(e, "writing data files"))?;
-                let adds: Vec<Action> = writer
-                    .flush()
-                    .await
-                    .map_err(|e| error(e, "flushing data files"))?
-                    .into_iter()
-                    .map(Action::Add)
-                    .collect();
+                let adds = write_files(table, &scope, &tail).await?;
                 // Watermark and data in one log entry; no automatic rebase (see the crate docs).
                 let properties = CommitProperties::default()
                     .with_application_transaction(Transaction::new(&app, tail.id().last as i64))
@@ -406,9 +417,69 @@ impl Sink for DeltaSink {
 
 #[cfg(test)]
 mod tests {
-    use super::transient_kernel_error;
+    use super::{loaded, transient_kernel_error, write_files};
     use crate::{DeltaSink, DeltaSinkConfig};
-    use pico_sink::{CommitPolicy, Sink};
+    use pico_sink::identity::{RecordId, Scope};
+    use pico_sink::{Batch, CommitPolicy, Record, Sink};
+
+    /// Parquet files directly in `dir` (an unpartitioned table's data files).
+    fn parquet_files(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+            })
+            .count()
+    }
+
+    /// A process that dies after writing a batch's data files and before its commit leaves
+    /// one unreferenced file and no visible row: the redelivered batch is written once, and
+    /// the table references only the files of that commit.
+    #[tokio::test]
+    async fn a_crash_between_data_files_and_commit_leaves_an_orphan_file_and_no_duplicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let config = DeltaSinkConfig::new(path.display().to_string());
+        let batch = Batch::new(
+            (0..10)
+                .map(|o| Record::new(RecordId::new("orders", 0, o), format!("v{o}")))
+                .collect(),
+        )
+        .unwrap();
+        let crashed = DeltaSink::new(config.clone());
+        crashed.open().await.unwrap();
+        {
+            let mut guard = crashed.table().await.unwrap();
+            let table = loaded(&mut guard).unwrap();
+            let adds = write_files(table, &Scope::default(), &batch).await.unwrap();
+            assert!(!adds.is_empty(), "the crashed attempt wrote its data files");
+        }
+        drop(crashed);
+        let orphans_before = parquet_files(&path);
+
+        let restarted = DeltaSink::new(config);
+        let first = restarted.consume(&batch).await.unwrap();
+        assert_eq!((first.written, first.already_present), (10, 0));
+        let replay = restarted.consume(&batch).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 10));
+        let mut guard = restarted.table().await.unwrap();
+        let table = loaded(&mut guard).unwrap();
+        table.update_state().await.unwrap();
+        let referenced = table.snapshot().unwrap().log_data().into_iter().count();
+        let on_disk = parquet_files(&path);
+        println!(
+            "data files: {on_disk} on disk, {referenced} referenced, {} orphaned",
+            on_disk - referenced
+        );
+        assert_eq!(orphans_before, 1, "the file the crash left");
+        assert_eq!(referenced, 1, "one commit, one data file");
+        assert_eq!(
+            on_disk - referenced,
+            1,
+            "the crashed attempt's file is the only orphan"
+        );
+    }
 
     /// The sink asks its runtime for commit-sized batches, and a bound of 0 is refused at
     /// `open`, before the table is touched, with the field to change.
