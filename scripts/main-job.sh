@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: every long suite against real servers, each writing its generated report.
-#   1. the conformance suite on every destination this machine can provide
+#   1. the conformance suite on every destination this machine can provide, two targets at once
+#      (its cells mostly wait on their servers)
 #      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README,
 #      then its controls (sinks broken on purpose, each to be caught) -> the controls table;
 #   2. the crash suite: pico-kafka killed, panicked and cut off against a real Kafka-protocol
@@ -38,7 +39,7 @@ suite() {
   times+=("$name $((SECONDS - t0)) s")
   echo "== $name took $((SECONDS - t0)) s" >&2
 }
-suite conformance "$CARGO_TARGET_DIR/debug/pico-conformance" run "${size[@]}" "${write[@]}" "${subset[@]}"
+suite conformance "$CARGO_TARGET_DIR/debug/pico-conformance" run --jobs 2 "${size[@]}" "${write[@]}" "${subset[@]}"
 if [ ${#subset[@]} -eq 0 ]; then
   # The controls: sinks broken on purpose, each of which the suite must catch.
   suite controls "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}"

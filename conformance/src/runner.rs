@@ -7,6 +7,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use futures_util::stream::{self, StreamExt};
+
 use pico_sink::{RetryPolicy, Scenario};
 use time::OffsetDateTime;
 use time::macros::format_description;
@@ -34,6 +36,10 @@ pub struct RunOptions {
     pub size: SuiteSize,
     /// The code version under test (a commit), stamped on every cell.
     pub code: Option<String>,
+    /// Targets run at once by [`run`] (0 and 1: one after another). Most cells wait on their
+    /// servers far more than they compute, so a second lane shortens a whole run; the report
+    /// keeps the targets' order either way.
+    pub jobs: usize,
 }
 
 /// Receives progress events (the CLI shows them).
@@ -142,56 +148,69 @@ async fn provision(
     Err(reasons.join("; "))
 }
 
-/// Runs the selected targets and scenarios.
+/// Runs the selected targets and scenarios, [`RunOptions::jobs`] targets at once.
 pub async fn run(
     targets: &[Box<dyn Target>],
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Report {
-    let mut report = Report::new();
-    for target in targets
+    let selected = targets
         .iter()
         .filter(|t| opts.targets.is_empty() || opts.targets.iter().any(|n| selects(n, t.name())))
-    {
-        progress.provisioning(target.name());
-        let (provider, dest) = match provision(target.as_ref(), opts.provider).await {
-            Ok(found) => found,
-            Err(reason) => {
-                progress.skipped(target.name(), &reason);
-                report.targets.push(TargetReport {
-                    target: target.name().into(),
-                    title: target.title().into(),
-                    sink_crate: target.sink_crate().into(),
-                    status: TargetStatus::NotVerifiedHere(reason),
-                    mechanism: None,
-                    provider: None,
-                    server: None,
-                    docker_image: target.docker_image(),
-                    date: today(),
-                    size: None,
-                    scenarios: Vec::new(),
-                });
-                continue;
-            }
-        };
-        let mut row = run_destination(
-            target.name(),
-            target.sink_crate(),
-            Some(provider),
-            dest.as_ref(),
-            &opts.scenarios,
-            opts,
-            progress,
-        )
+        .enumerate();
+    let mut rows: Vec<(usize, TargetReport)> = stream::iter(selected)
+        .map(|(i, target)| async move { (i, run_target(target.as_ref(), opts, progress).await) })
+        .buffer_unordered(opts.jobs.max(1))
+        .collect()
         .await;
-        row.title = target.title().into();
-        row.docker_image = target.docker_image();
-        report.targets.push(row);
-        if let Err(e) = dest.shutdown().await {
-            tracing::warn!(target = target.name(), error = %e, "shutting the destination down failed");
-        }
-    }
+    rows.sort_by_key(|(i, _)| *i);
+    let mut report = Report::new();
+    report.targets = rows.into_iter().map(|(_, row)| row).collect();
     report
+}
+
+/// Provisions one target, runs the scenarios on it and shuts it down: its row.
+async fn run_target(
+    target: &dyn Target,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> TargetReport {
+    progress.provisioning(target.name());
+    let (provider, dest) = match provision(target, opts.provider).await {
+        Ok(found) => found,
+        Err(reason) => {
+            progress.skipped(target.name(), &reason);
+            return TargetReport {
+                target: target.name().into(),
+                title: target.title().into(),
+                sink_crate: target.sink_crate().into(),
+                status: TargetStatus::NotVerifiedHere(reason),
+                mechanism: None,
+                provider: None,
+                server: None,
+                docker_image: target.docker_image(),
+                date: today(),
+                size: None,
+                scenarios: Vec::new(),
+            };
+        }
+    };
+    let mut row = run_destination(
+        target.name(),
+        target.sink_crate(),
+        Some(provider),
+        dest.as_ref(),
+        &opts.scenarios,
+        opts,
+        progress,
+    )
+    .await;
+    row.title = target.title().into();
+    row.docker_image = target.docker_image();
+    if let Err(e) = dest.shutdown().await {
+        tracing::warn!(target = target.name(), error = %e, "shutting the destination down failed");
+    }
+    row
 }
 
 /// Runs `scenarios` (every implemented one when empty) against one destination and returns

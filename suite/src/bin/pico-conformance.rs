@@ -41,6 +41,9 @@ enum Command {
         /// Use only this provider (default: auto — external, docker, native, embedded).
         #[arg(long)]
         provider: Option<ProviderKind>,
+        /// Targets run at once (the cells mostly wait on their servers; the main job runs 2).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
         #[command(flatten)]
         output: Output,
     },
@@ -256,6 +259,7 @@ async fn run(
     sinks: Vec<String>,
     scenarios: Vec<String>,
     provider: Option<ProviderKind>,
+    jobs: usize,
     size: SuiteSize,
     out: PathBuf,
     no_write: bool,
@@ -276,6 +280,7 @@ async fn run(
         provider,
         size,
         code: pico_suite::code_version::code_version(),
+        jobs,
         ..RunOptions::default()
     };
     let selected = all
@@ -422,6 +427,7 @@ fn main() -> ExitCode {
             sinks,
             scenarios,
             provider,
+            jobs,
             output,
         } => match tokio::runtime::Runtime::new() {
             Ok(rt) => {
@@ -430,6 +436,7 @@ fn main() -> ExitCode {
                     sinks,
                     scenarios,
                     provider,
+                    jobs,
                     output.size(),
                     output.out,
                     output.no_write,
