@@ -433,6 +433,36 @@ mod tests {
             .count()
     }
 
+    fn batch(first: u64, last: u64) -> Batch {
+        Batch::new(
+            (first..=last)
+                .map(|o| Record::new(RecordId::new("orders", 0, o), format!("v{o}")))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    /// One commit of a commit-sized batch, then replays inside it and across its end: the
+    /// inside one is already present whole, the one across writes only its new tail.
+    #[tokio::test]
+    async fn a_replay_inside_or_across_a_large_commit_is_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let sink = DeltaSink::new(DeltaSinkConfig::new(path.display().to_string()));
+        let first = sink.consume(&batch(0, 9_999)).await.unwrap();
+        assert_eq!((first.written, first.already_present), (10_000, 0));
+        let inside = sink.consume(&batch(2_500, 7_499)).await.unwrap();
+        assert_eq!((inside.written, inside.already_present), (0, 5_000));
+        let across = sink.consume(&batch(9_000, 10_999)).await.unwrap();
+        assert_eq!((across.written, across.already_present), (1_000, 1_000));
+        let mut guard = sink.table().await.unwrap();
+        let table = loaded(&mut guard).unwrap();
+        table.update_state().await.unwrap();
+        let files = table.snapshot().unwrap().log_data().into_iter().count();
+        assert_eq!(files, 2, "two commits wrote data: the first and the tail");
+        assert_eq!(parquet_files(&path), 2, "no file beyond them");
+    }
+
     /// A process that dies after writing a batch's data files and before its commit leaves
     /// one unreferenced file and no visible row: the redelivered batch is written once, and
     /// the table references only the files of that commit.
@@ -441,12 +471,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         let config = DeltaSinkConfig::new(path.display().to_string());
-        let batch = Batch::new(
-            (0..10)
-                .map(|o| Record::new(RecordId::new("orders", 0, o), format!("v{o}")))
-                .collect(),
-        )
-        .unwrap();
+        let batch = batch(0, 9);
         let crashed = DeltaSink::new(config.clone());
         crashed.open().await.unwrap();
         {

@@ -424,6 +424,29 @@ mod tests {
         assert!(e.to_string().contains("commit: max_bytes"), "{e}");
     }
 
+    /// One commit of a commit-sized batch, then replays inside it and across its end: the
+    /// inside one is already present whole, the one across writes only its new tail.
+    #[tokio::test]
+    async fn a_replay_inside_or_across_a_large_commit_is_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db").display().to_string();
+        let wh = dir.path().join("wh").display().to_string();
+        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
+            .await
+            .unwrap();
+        sink.open().await.unwrap();
+        let first = sink.consume(&batch(0, 9_999)).await.unwrap();
+        assert_eq!((first.written, first.already_present), (10_000, 0));
+        let inside = sink.consume(&batch(2_500, 7_499)).await.unwrap();
+        assert_eq!((inside.written, inside.already_present), (0, 5_000));
+        let across = sink.consume(&batch(9_000, 10_999)).await.unwrap();
+        assert_eq!((across.written, across.already_present), (1_000, 1_000));
+        let contents = crate::read_table(sink.catalog.as_ref(), &sink.ident)
+            .await
+            .unwrap();
+        assert_eq!(contents.rows.len(), 11_000, "every record once");
+    }
+
     /// Data files (`.parquet`) anywhere under `dir`.
     fn parquet_files(dir: &std::path::Path) -> usize {
         std::fs::read_dir(dir)
