@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks: builds pico-bench (release by default: ratios of a debug build mean little;
 # PICO_BENCH_PROFILE=dev reuses the test build, as CI does for its smoke run) and runs it.
-# Arguments go to pico-bench: `all [--reduced] [--out DIR]`, `sink postgres clickhouse`, `render`.
+# Arguments go to pico-bench: `all [--reduced] [--out DIR]`, `sink postgres clickhouse`, `render`;
+# `--build-only` builds it and stops (the main job builds everything before it times a suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
@@ -14,5 +15,6 @@ echo "building pico-bench ($profile profile; a first release build takes 15-25 m
 features=()
 [ "$profile" = dev ] || features=(--no-default-features)
 cargo build --profile "$profile" -p pico-suite --bin pico-bench "${features[@]}"
+[ "${1:-}" != --build-only ] || exit 0
 dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
 exec "$CARGO_TARGET_DIR/$dir/pico-bench" "$@"

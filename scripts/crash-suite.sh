@@ -2,7 +2,7 @@
 # The runtime's crash suite: builds pico-kafka with the sinks the suite drives, then runs
 # pico-crash against a real broker (tansu natively, Kafka through docker, or
 # PICO_KAFKA_BROKERS) and writes docs/crash-suite.{json,md}. Extra arguments go to pico-crash
-# (e.g. --reduced, --sink postgres, --case kill, --no-write).
+# (e.g. --reduced, --sink postgres, --case kill, --no-write); `--build-only` builds and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
@@ -14,4 +14,5 @@ cargo build -p pico-kafka --features postgres,clickhouse,s3,delta --bin pico-kaf
 cp "$CARGO_TARGET_DIR/debug/pico-kafka" "$CARGO_TARGET_DIR/pico-kafka-crash"
 export PICO_KAFKA_BIN="$CARGO_TARGET_DIR/pico-kafka-crash"
 cargo build -p pico-suite --bin pico-crash
+[ "${1:-}" != --build-only ] || exit 0
 exec "$CARGO_TARGET_DIR/debug/pico-crash" "$@"
