@@ -143,15 +143,8 @@ impl DeltaSink {
         let scope = self.config.scope.clone();
         let mut guard = self.table().await?;
         let table = loaded(&mut guard)?;
-        let rows = to_arrow(&scope, batch.records())
-            .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
-        let mut writer =
-            RecordBatchWriter::for_table(table).map_err(|e| error(e, "creating the writer"))?;
-        writer
-            .write(rows)
-            .await
-            .map_err(|e| error(e, "writing data files"))?;
-        writer
+        writer_of(table, &scope, batch)
+            .await?
             .flush_and_commit(table)
             .await
             .map(|_| ())
@@ -243,6 +236,22 @@ async fn write_files(
     scope: &Scope,
     batch: &Batch,
 ) -> Result<Vec<Action>, SinkError> {
+    Ok(writer_of(table, scope, batch)
+        .await?
+        .flush()
+        .await
+        .map_err(|e| error(e, "flushing data files"))?
+        .into_iter()
+        .map(Action::Add)
+        .collect())
+}
+
+/// A writer of `table` holding `batch`'s rows, neither flushed nor committed.
+async fn writer_of(
+    table: &DeltaTable,
+    scope: &Scope,
+    batch: &Batch,
+) -> Result<RecordBatchWriter, SinkError> {
     let rows = to_arrow(scope, batch.records())
         .map_err(|e| SinkError::fatal(format!("building the Arrow batch: {e}")))?;
     let mut writer =
@@ -251,13 +260,7 @@ async fn write_files(
         .write(rows)
         .await
         .map_err(|e| error(e, "writing data files"))?;
-    Ok(writer
-        .flush()
-        .await
-        .map_err(|e| error(e, "flushing data files"))?
-        .into_iter()
-        .map(Action::Add)
-        .collect())
+    Ok(writer)
 }
 
 /// The table inside a guard that [`DeltaSink::table`] filled.

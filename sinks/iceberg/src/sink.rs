@@ -395,6 +395,14 @@ mod tests {
     use super::*;
     use pico_sink::identity::RecordId;
 
+    /// A sink over a SQLite catalog and a warehouse inside `dir` (the same table for every
+    /// sink made on one `dir`).
+    async fn local_sink(dir: &std::path::Path, config: IcebergSinkConfig) -> IcebergSink {
+        let db = dir.join("c.db").display().to_string();
+        let wh = dir.join("wh").display().to_string();
+        IcebergSink::sqlite(&db, &wh, config).await.unwrap()
+    }
+
     fn batch(first: u64, last: u64) -> Batch {
         Batch::new(
             (first..=last)
@@ -409,16 +417,14 @@ mod tests {
     #[tokio::test]
     async fn the_commit_policy_reaches_the_runtime_and_a_zero_bound_is_fatal() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
         let mut config = IcebergSinkConfig::new("ns", "t");
-        let sink = IcebergSink::sqlite(&db, &wh, config.clone()).await.unwrap();
+        let sink = local_sink(dir.path(), config.clone()).await;
         assert_eq!(
             sink.commit_policy(),
             Some(pico_sink::CommitPolicy::default())
         );
         config.commit.max_bytes = 0;
-        let sink = IcebergSink::sqlite(&db, &wh, config).await.unwrap();
+        let sink = local_sink(dir.path(), config).await;
         let e = sink.open().await.unwrap_err();
         assert!(e.is_fatal(), "{e}");
         assert!(e.to_string().contains("commit: max_bytes"), "{e}");
@@ -429,11 +435,7 @@ mod tests {
     #[tokio::test]
     async fn a_replay_inside_or_across_a_large_commit_is_recognised() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
-        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let sink = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         sink.open().await.unwrap();
         let first = sink.consume(&batch(0, 9_999)).await.unwrap();
         assert_eq!((first.written, first.already_present), (10_000, 0));
@@ -468,13 +470,9 @@ mod tests {
     #[tokio::test]
     async fn a_crash_between_data_file_and_commit_leaves_an_orphan_file_and_no_duplicate() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
         let wh = dir.path().join("wh");
-        let whs = wh.display().to_string();
         let b = batch(0, 9);
-        let crashed = IcebergSink::sqlite(&db, &whs, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let crashed = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         crashed.open().await.unwrap();
         let table = crashed.load().await.unwrap();
         let records: Vec<&Record> = b.records().iter().collect();
@@ -483,9 +481,7 @@ mod tests {
         drop(crashed);
         assert_eq!(parquet_files(&wh), 1, "the file the crash left");
 
-        let restarted = IcebergSink::sqlite(&db, &whs, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let restarted = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         let first = restarted.consume(&b).await.unwrap();
         assert_eq!((first.written, first.already_present), (10, 0));
         let replay = restarted.consume(&b).await.unwrap();
@@ -510,11 +506,7 @@ mod tests {
     #[tokio::test]
     async fn a_stale_append_is_rebased_by_the_library_and_refused_when_pinned() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
-        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let sink = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         sink.open().await.unwrap();
         let stale = sink.load().await.unwrap();
         sink.consume(&batch(0, 9)).await.unwrap();
@@ -553,11 +545,7 @@ mod tests {
     #[tokio::test]
     async fn expiring_old_snapshots_keeps_every_watermark() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
-        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let sink = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         sink.open().await.unwrap();
         let other_partition = |first: u64, last: u64| {
             Batch::new(
@@ -607,11 +595,9 @@ mod tests {
     #[tokio::test]
     async fn upkeep_bounds_the_snapshots_and_keeps_every_watermark() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
         let mut config = IcebergSinkConfig::new("ns", "t");
         config.keep_snapshots = Some(2);
-        let sink = IcebergSink::sqlite(&db, &wh, config).await.unwrap();
+        let sink = local_sink(dir.path(), config).await;
         sink.open().await.unwrap();
         let other = Batch::new(
             (0..5)
@@ -653,11 +639,7 @@ mod tests {
     #[tokio::test]
     async fn partitions_above_i32_max_round_trip() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("c.db").display().to_string();
-        let wh = dir.path().join("wh").display().to_string();
-        let sink = IcebergSink::sqlite(&db, &wh, IcebergSinkConfig::new("ns", "t"))
-            .await
-            .unwrap();
+        let sink = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
         sink.open().await.unwrap();
         for partition in [u32::MAX, 1 << 31] {
             let b = Batch::new(vec![Record::new(
