@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
 use deltalake::kernel::{Action, Transaction};
 use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::table::config::TablePropertiesExt;
 use deltalake::table::state::DeltaTableState;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
@@ -177,6 +178,7 @@ impl DeltaSink {
                     // tries again.
                     Err(e) => warn!(error = %e, "reloading from the checkpoint failed"),
                 }
+                clean_expired_log(table).await;
             }
             Err(e) => {
                 warn!(error = %e, commits, "checkpoint failed; tried again after the next commit");
@@ -225,6 +227,27 @@ impl DeltaSink {
             *slot = Some(table);
         }
         Ok(slot)
+    }
+}
+
+/// Deletes the log entries older than the table's `delta.logRetentionDuration` (30 days by
+/// default) that the newest checkpoint makes unneeded, unless `delta.enableExpiredLogCleanup`
+/// is off. delta-rs would do it after every commit, listing the whole `_delta_log` each time
+/// (a LIST of every log object on S3): commit cost then grows with the table's history. Only a
+/// new checkpoint can make an entry unneeded, so the sink cleans right after writing one. The
+/// checkpoint carries every `txn` action, so no watermark is lost with the entries. A failed
+/// cleanup is retried after the next checkpoint.
+async fn clean_expired_log(table: &DeltaTable) {
+    let enabled = table
+        .snapshot()
+        .is_ok_and(|s| s.table_config().enable_expired_log_cleanup());
+    if !enabled {
+        return;
+    }
+    match deltalake::checkpoints::cleanup_metadata(table, None).await {
+        Ok(0) => {}
+        Ok(removed) => debug!(removed, "expired log entries removed"),
+        Err(e) => warn!(error = %e, "log cleanup failed; tried again after the next checkpoint"),
     }
 }
 
@@ -325,10 +348,15 @@ impl Sink for DeltaSink {
                 ));
             }
             for attempt in 1..=attempts {
-                table
-                    .update_state()
-                    .await
-                    .map_err(|e| error(e, "reloading the table"))?;
+                // The first attempt commits on the held snapshot: a commit on a stale one
+                // fails (the next version exists) and the next attempt reloads the log first.
+                // Reloading before every commit listed the log each time.
+                if attempt > 1 {
+                    table
+                        .update_state()
+                        .await
+                        .map_err(|e| error(e, "reloading the table"))?;
+                }
                 let committed = table
                     .snapshot()
                     .map_err(|e| error(e, "reading the snapshot"))?
@@ -352,8 +380,10 @@ impl Sink for DeltaSink {
                 let properties = CommitProperties::default()
                     .with_application_transaction(Transaction::new(&app, tail.id().last as i64))
                     .with_max_retries(0)
-                    // Checkpoints are the sink's own step after the commit (see checkpoint_due).
-                    .with_create_checkpoint(false);
+                    // Checkpoints, and the log cleanup that can only follow one, are the
+                    // sink's own step after the commit (see checkpoint_due).
+                    .with_create_checkpoint(false)
+                    .with_cleanup_expired_logs(Some(false));
                 let snapshot = table
                     .snapshot()
                     .map_err(|e| error(e, "reading the snapshot"))?;
@@ -464,6 +494,67 @@ mod tests {
         let files = table.snapshot().unwrap().log_data().into_iter().count();
         assert_eq!(files, 2, "two commits wrote data: the first and the tail");
         assert_eq!(parquet_files(&path), 2, "no file beyond them");
+    }
+
+    /// With a log retention of zero, the cleanup after each checkpoint deletes the log entries
+    /// before it; a replay of the first batch is still recognised, by the running sink and by
+    /// a fresh one that reads the table from the checkpoint (it carries every txn action).
+    #[tokio::test]
+    async fn log_cleanup_after_a_checkpoint_keeps_every_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::create_dir_all(&path).unwrap();
+        let url = url::Url::from_directory_path(std::fs::canonicalize(&path).unwrap()).unwrap();
+        deltalake::DeltaTable::try_from_url(url)
+            .await
+            .unwrap()
+            .create()
+            .with_columns(crate::arrow_rows::delta_columns())
+            .with_configuration_property(
+                deltalake::TableProperty::LogRetentionDuration,
+                Some("interval 0 seconds"),
+            )
+            .await
+            .unwrap();
+        let config = DeltaSinkConfig::new(path.display().to_string());
+        let sink = DeltaSink::new(config.clone());
+        for n in 0..25 {
+            let partition = n % 3;
+            let b = Batch::new(
+                (n * 10..n * 10 + 10)
+                    .map(|o| Record::new(RecordId::new("orders", partition as u32, o), "v"))
+                    .collect(),
+            )
+            .unwrap();
+            assert_eq!(sink.consume(&b).await.unwrap().written, 10);
+        }
+        let log = path.join("_delta_log");
+        let entries = std::fs::read_dir(&log)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
+            })
+            .count();
+        println!("log entries after 26 versions: {entries}");
+        assert!(
+            entries < 10,
+            "the cleanup after the checkpoint at version 20 removed the entries before it: {entries} left"
+        );
+        let first = Batch::new(
+            (0..10)
+                .map(|o| Record::new(RecordId::new("orders", 0, o), "v"))
+                .collect(),
+        )
+        .unwrap();
+        for (who, s) in [("running", &sink), ("fresh", &DeltaSink::new(config))] {
+            let replay = s.consume(&first).await.unwrap();
+            assert_eq!(
+                (replay.written, replay.already_present),
+                (0, 10),
+                "{who} sink: the first batch's watermark survived the cleanup"
+            );
+        }
     }
 
     /// A process that dies after writing a batch's data files and before its commit leaves

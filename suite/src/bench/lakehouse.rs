@@ -2,12 +2,13 @@
 //! plus commits and data files per volume written through the sink.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pico_sink::{Batch, Sink};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
+use crate::servers::s3::S3Server;
 
 /// Which table format a run measures.
 #[derive(Debug, Clone, Copy)]
@@ -18,13 +19,16 @@ pub enum Lakehouse {
     Iceberg,
 }
 
-enum LakehouseSink {
+/// A Delta or Iceberg sink of the benchmarks.
+pub(super) enum LakehouseSink {
     Delta(pico_sink_delta::DeltaSink),
     Iceberg(pico_sink_iceberg::IcebergSink),
 }
 
 impl LakehouseSink {
-    async fn new(format: Lakehouse, dir: &Path, name: &str) -> Result<Self, String> {
+    /// A sink of table `name` in the local directory `dir` (Iceberg: its SQLite catalog there
+    /// too).
+    pub(super) async fn new(format: Lakehouse, dir: &Path, name: &str) -> Result<Self, String> {
         Ok(match format {
             Lakehouse::Delta => Self::Delta(pico_sink_delta::DeltaSink::new(
                 pico_sink_delta::DeltaSinkConfig::new(dir.join(name).display().to_string()),
@@ -41,7 +45,41 @@ impl LakehouseSink {
         })
     }
 
-    fn sink(&self) -> &dyn Sink {
+    /// A sink of a table at `location` (`s3://bucket/prefix`) on `server`; an Iceberg
+    /// table's SQLite catalog stays in the local `dir`.
+    pub(super) async fn on_s3(
+        format: Lakehouse,
+        dir: &Path,
+        server: &S3Server,
+        location: &str,
+    ) -> Result<Self, String> {
+        Ok(match format {
+            Lakehouse::Delta => {
+                let mut config = pico_sink_delta::DeltaSinkConfig::new(format!("{location}/soak"));
+                config.storage_options = crate::targets::delta_s3_options(server, &server.endpoint);
+                Self::Delta(pico_sink_delta::DeltaSink::new(config))
+            }
+            Lakehouse::Iceberg => {
+                let catalog = pico_sink_iceberg::sqlite_catalog_s3(
+                    &dir.join("catalog.db").display().to_string(),
+                    location,
+                    crate::targets::iceberg_s3_properties(server),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                Self::Iceberg(
+                    pico_sink_iceberg::IcebergSink::with_catalog(
+                        catalog,
+                        pico_sink_iceberg::IcebergSinkConfig::new("bench", "soak"),
+                    )
+                    .map_err(|e| e.to_string())?,
+                )
+            }
+        })
+    }
+
+    /// The sink.
+    pub(super) fn sink(&self) -> &dyn Sink {
         match self {
             Self::Delta(s) => s,
             Self::Iceberg(s) => s,
@@ -57,7 +95,7 @@ impl LakehouseSink {
     }
 
     /// (commits, data files) of the table.
-    async fn stats(&self, dir: &Path, name: &str) -> Result<(usize, usize), String> {
+    pub(super) async fn stats(&self, dir: &Path, name: &str) -> Result<(usize, usize), String> {
         match self {
             // Every commit is one JSON log entry; the first one creates the table.
             Self::Delta(_) => {
@@ -145,105 +183,4 @@ pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, 
         rows,
         notes,
     })
-}
-
-/// Bytes and files under `dir`, recursively.
-fn usage(dir: &Path) -> (u64, u64) {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                usage(&p)
-            } else {
-                (e.metadata().map_or(0, |m| m.len()), 1)
-            }
-        })
-        .fold((0, 0), |(b, f), (b2, f2)| (b + b2, f + f2))
-}
-
-/// Records per batch of the commit-cost run.
-pub const COMMIT_BATCH: u64 = 100;
-/// The commits whose latency the commit-cost run reports (1-based), each as the median of the
-/// 9 around it.
-pub const REPORTED_COMMITS: [usize; 3] = [1, 1_000, 2_000];
-
-/// What one commit cost as the table grew ([`commit_cost`]).
-#[derive(Debug, Clone)]
-pub struct CommitCost {
-    /// Commits made (one per batch).
-    pub commits: usize,
-    /// Wall time of all of them.
-    pub wall: Duration,
-    /// Per reported commit, the median latency of the commits around it.
-    pub at: Vec<(usize, Duration)>,
-    /// Files and bytes the table's directory holds at the end (data and metadata).
-    pub files: u64,
-    /// See `files`.
-    pub bytes: u64,
-    /// (snapshots or log entries, data files) of the table at the end.
-    pub table: (usize, usize),
-}
-
-/// `commits` batches of [`COMMIT_BATCH`] records through the sink into a fresh local table, one
-/// commit each: the latency of the commits around [`REPORTED_COMMITS`] and what the table holds
-/// at the end. A commit whose cost grows with the table shows here first.
-pub async fn commit_cost(format: Lakehouse, commits: usize) -> Result<CommitCost, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let name = "commit_cost";
-    let sink = LakehouseSink::new(format, dir.path(), name).await?;
-    sink.sink().open().await.map_err(|e| e.to_string())?;
-    let mut latencies = Vec::with_capacity(commits);
-    let started = Instant::now();
-    for n in 0..commits as u64 {
-        let b = batch(0, n * COMMIT_BATCH, COMMIT_BATCH);
-        let t = Instant::now();
-        let outcome = sink.sink().consume(&b).await.map_err(|e| e.to_string())?;
-        latencies.push(t.elapsed());
-        if outcome.written != COMMIT_BATCH {
-            return Err(format!(
-                "commit {} wrote {} of {COMMIT_BATCH} records",
-                n + 1,
-                outcome.written
-            ));
-        }
-    }
-    let wall = started.elapsed();
-    let at = REPORTED_COMMITS
-        .into_iter()
-        .filter(|c| *c <= commits)
-        .map(|c| {
-            let window = latencies[c.saturating_sub(5)..(c + 4).min(commits)].to_vec();
-            (c, super::median(window))
-        })
-        .collect();
-    let (bytes, files) = usage(dir.path());
-    Ok(CommitCost {
-        commits,
-        wall,
-        at,
-        files,
-        bytes,
-        table: sink.stats(dir.path(), name).await?,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn commit_cost_counts_every_commit_of_both_formats() {
-        for format in [Lakehouse::Delta, Lakehouse::Iceberg] {
-            let cost = commit_cost(format, 12)
-                .await
-                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
-            assert_eq!(cost.commits, 12, "{format:?}");
-            assert_eq!(cost.at.len(), 1, "{format:?}: only commit 1 is within 12");
-            assert_eq!(cost.table.1, 12, "{format:?}: one data file per commit");
-            assert!(cost.files > 12 && cost.bytes > 0, "{format:?}: {cost:?}");
-        }
-    }
 }

@@ -10,6 +10,7 @@ mod postgres;
 mod quickwit;
 pub mod report;
 mod s3;
+mod soak;
 
 use std::time::{Duration, Instant};
 
@@ -19,13 +20,14 @@ use pico_sink::{Batch, Record, Sink};
 pub use clickhouse::clickhouse;
 pub use identity::identity;
 pub use influxdb::influxdb;
-pub use lakehouse::{COMMIT_BATCH, CommitCost, Lakehouse, commit_cost, lakehouse};
+pub use lakehouse::{Lakehouse, lakehouse};
 pub use pipeline::pipeline;
 pub use postgres::{postgres, redshift};
 pub use quickwit::quickwit;
 pub use report::PipelineBench;
 use report::{BenchRow, BenchSize};
 pub use s3::s3;
+pub use soak::{SOAK_BATCH, Store, soak, soak_commits, soak_window, soaks};
 
 /// The batch sizes every sink is measured at.
 pub const SIZES: [u64; 2] = [1_000, 10_000];

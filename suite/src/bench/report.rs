@@ -19,6 +19,9 @@ pub mod goals {
     pub const FIRST_PER_RAW_BATCH: u64 = 10_000;
     /// An identity derivation must take less than this, in nanoseconds per record.
     pub const IDENTITY_NS: f64 = 100.0;
+    /// In the commit-cost soak, the median commit of the last window may cost at most this
+    /// many times the median commit of the first.
+    pub const SOAK_GROWTH: f64 = 1.5;
 }
 
 /// How large a run was.
@@ -142,6 +145,44 @@ pub struct SinkBench {
     pub notes: Vec<String>,
 }
 
+/// One lakehouse sink through many small commits into one table ([`crate::bench::soak`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SoakRow {
+    /// `delta`, `delta-s3`, `iceberg` or `iceberg-s3`.
+    pub sink: String,
+    /// Where the table lived (local filesystem, or the S3 server and its version).
+    pub store: String,
+    /// Commits made, one per batch.
+    pub commits: u64,
+    /// Records per commit.
+    pub records_per_commit: u64,
+    /// Commits in each latency window.
+    pub window: u64,
+    /// Median commit latency of the first `window` commits, milliseconds.
+    pub first_p50_ms: f64,
+    /// Median commit latency of the last `window` commits, milliseconds.
+    pub last_p50_ms: f64,
+    /// The commits' summed latency, seconds.
+    pub wall_s: f64,
+    /// Snapshots (Iceberg) or log entries (Delta) the table keeps at the end.
+    pub versions_kept: u64,
+    /// Data files the table's storage holds at the end.
+    pub data_files: u64,
+    /// Their bytes.
+    pub data_bytes: u64,
+    /// Metadata files (Delta's `_delta_log/`, Iceberg's `metadata/`) at the end.
+    pub metadata_files: u64,
+    /// Their bytes.
+    pub metadata_bytes: u64,
+}
+
+impl SoakRow {
+    /// How many times the first window's median commit the last window's costs.
+    pub fn growth(&self) -> f64 {
+        self.last_p50_ms / self.first_p50_ms
+    }
+}
+
 /// What one end-to-end run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineBench {
@@ -204,6 +245,9 @@ pub struct BenchReport {
     /// Broker → `pico-kafka` → PostgreSQL, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineBench>,
+    /// The commit-cost soak of the lakehouse sinks, when it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub soak: Vec<SoakRow>,
 }
 
 /// One goal the report checks, and whether this run met it.
@@ -248,6 +292,19 @@ impl BenchReport {
                     });
                 }
             }
+        }
+        for row in &self.soak {
+            checks.push(GoalCheck {
+                goal: format!(
+                    "{} soak: p50 of the last {} commits ≤ {} × p50 of the first {}",
+                    row.sink,
+                    row.window,
+                    goals::SOAK_GROWTH,
+                    row.window
+                ),
+                measured: format!("{:.2}", row.growth()),
+                met: row.growth() <= goals::SOAK_GROWTH,
+            });
         }
         for t in &self.identity {
             checks.push(GoalCheck {
@@ -363,6 +420,7 @@ pub fn render_markdown(r: &BenchReport) -> String {
             rate(p.records, p.end_to_end_ms)
         );
     }
+    render_soak(&mut md, &r.soak);
     let _ = writeln!(
         md,
         "\n## Identity\n\nOne derivation per record, for a namespaced identity (medians of the \
@@ -373,6 +431,46 @@ pub fn render_markdown(r: &BenchReport) -> String {
         let _ = writeln!(md, "| `{}` | {:.1} |", t.function, t.ns_per_record);
     }
     md
+}
+
+/// The soak's section of the Markdown page, when it ran.
+fn render_soak(md: &mut String, rows: &[SoakRow]) {
+    let Some(first) = rows.first() else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\n## Commit-cost soak\n\n{} commits of {} records each into one fresh table per sink, \
+         with the sink's own table upkeep on (its defaults). *growth*: the median commit of the \
+         last {} commits as a multiple of the median of the first {}. What the table's storage \
+         holds at the end: data files, and metadata (Delta's `_delta_log/`, Iceberg's \
+         `metadata/`).\n",
+        first.commits, first.records_per_commit, first.window, first.window
+    );
+    let _ = writeln!(
+        md,
+        "| sink | store | commits | first p50 ms | last p50 ms | growth | total s | versions kept | data files | data MB | metadata files | metadata MB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mb = |b: u64| b as f64 / 1e6;
+    for row in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.0} | {} | {} | {:.1} | {} | {:.1} |",
+            row.sink,
+            row.store,
+            row.commits,
+            row.first_p50_ms,
+            row.last_p50_ms,
+            row.growth(),
+            row.wall_s,
+            row.versions_kept,
+            row.data_files,
+            mb(row.data_bytes),
+            row.metadata_files,
+            mb(row.metadata_bytes)
+        );
+    }
 }
 
 /// Renders the ratios as a horizontal bar chart (SVG, no script).

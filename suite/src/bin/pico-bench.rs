@@ -89,15 +89,19 @@ enum Command {
         #[arg(long)]
         reduced: bool,
     },
-    /// What one commit of a lakehouse sink costs as its table grows: COMMITS batches of 100
-    /// records into a fresh local table; prints the latency around commits 1, 1 000 and 2 000
-    /// and the table's files and bytes.
-    CommitCost {
-        /// Which table formats (delta, iceberg).
-        formats: Vec<Which>,
-        /// Commits per format.
-        #[arg(long, default_value_t = 2_000)]
-        commits: usize,
+    /// The commit-cost soak alone (delta, delta-s3, iceberg, iceberg-s3): many commits of 100
+    /// records into one table each; prints its section of the report, and with `--out` puts it
+    /// into the report there (the rest of that report is kept as it was measured).
+    Soak {
+        /// Directory holding the benchmarks.json whose soak section this run replaces.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The smaller size (1 000 commits per sink instead of 10 000).
+        #[arg(long)]
+        reduced: bool,
+        /// Commits per sink instead of the size's.
+        #[arg(long)]
+        commits: Option<usize>,
     },
     /// Re-render benchmarks.{md,svg} from benchmarks.json in DIR.
     Render {
@@ -117,12 +121,9 @@ fn today() -> String {
     )
 }
 
-async fn measure(
-    sinks: &[Which],
-    size: BenchSize,
-    with_pipeline: bool,
-) -> Result<BenchReport, String> {
-    let mut report = BenchReport {
+/// A report of this run with nothing measured yet.
+fn empty_report(size: BenchSize) -> BenchReport {
+    BenchReport {
         generated_by: format!("pico-bench {}", env!("CARGO_PKG_VERSION")),
         date: today(),
         size,
@@ -135,9 +136,21 @@ async fn measure(
         machine: Machine::current(),
         reps: size.reps(),
         sinks: Vec::new(),
-        identity: bench::identity(size)?,
+        identity: Vec::new(),
         pipeline: None,
-    };
+        soak: Vec::new(),
+    }
+}
+
+/// Measures `sinks`, the identity derivations, and the pipeline and the soak when asked.
+async fn measure(
+    sinks: &[Which],
+    size: BenchSize,
+    with_pipeline: bool,
+    with_soak: bool,
+) -> Result<BenchReport, String> {
+    let mut report = empty_report(size);
+    report.identity = bench::identity(size)?;
     for which in sinks {
         let name = which
             .to_possible_value()
@@ -149,6 +162,14 @@ async fn measure(
     if with_pipeline {
         tracing::info!("measuring broker → pico-kafka → postgres");
         report.pipeline = Some(bench::pipeline(size).await?);
+    }
+    if with_soak {
+        let commits = bench::soak_commits(size);
+        tracing::info!(
+            commits,
+            "the commit-cost soak of delta, delta-s3, iceberg, iceberg-s3"
+        );
+        report.soak = bench::soaks(commits, bench::soak_window(commits)).await?;
     }
     Ok(report)
 }
@@ -167,6 +188,15 @@ fn write(out: &Path, report: &BenchReport) -> Result<(), String> {
     Ok(())
 }
 
+/// The report in `dir`/benchmarks.json.
+fn read_report(dir: &Path) -> Result<BenchReport, String> {
+    let path = dir.join("benchmarks.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a benchmark report: {e}", path.display()))
+}
+
 fn size(reduced: bool) -> BenchSize {
     if reduced {
         BenchSize::Reduced
@@ -182,7 +212,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             out,
             check_goals,
         } => {
-            let report = measure(&Which::ALL, size(reduced), true).await?;
+            let report = measure(&Which::ALL, size(reduced), true, true).await?;
             println!("{}", render_markdown(&report));
             write(&out, &report)?;
             println!("wrote {}/benchmarks.{{json,md,svg}}", out.display());
@@ -202,50 +232,43 @@ async fn run(cli: Cli) -> Result<bool, String> {
             pipeline,
             reduced,
         } => {
-            let report = measure(&sinks, size(reduced), pipeline).await?;
+            let report = measure(&sinks, size(reduced), pipeline, false).await?;
             println!("{}", render_markdown(&report));
             Ok(true)
         }
-        Command::CommitCost { formats, commits } => {
-            for which in formats {
-                let format = match which {
-                    Which::Delta => Lakehouse::Delta,
-                    Which::Iceberg => Lakehouse::Iceberg,
-                    _ => return Err("commit-cost measures delta and iceberg".into()),
-                };
-                let cost = bench::commit_cost(format, commits).await?;
-                let at: Vec<String> = cost
-                    .at
-                    .iter()
-                    .map(|(c, d)| format!("commit {c}: {:.1} ms", d.as_secs_f64() * 1e3))
-                    .collect();
+        Command::Soak {
+            out,
+            reduced,
+            commits,
+        } => {
+            let commits = commits.unwrap_or(bench::soak_commits(size(reduced)));
+            let mut report = match &out {
+                Some(dir) => read_report(dir)?,
+                None => empty_report(size(reduced)),
+            };
+            let profile = empty_report(size(reduced)).profile;
+            if report.profile != profile || report.size != size(reduced) {
+                return Err(format!(
+                    "the report in --out was measured by a {} build at {} size, this soak by a \
+                     {profile} build at {} size: run `pico-bench all` instead",
+                    report.profile,
+                    report.size.id(),
+                    size(reduced).id()
+                ));
+            }
+            report.soak = bench::soaks(commits, bench::soak_window(commits)).await?;
+            println!("{}", render_markdown(&report));
+            if let Some(dir) = &out {
+                write(dir, &report)?;
                 println!(
-                    "{format:?}: {} commits of {} records in {:.1} s ({} build); {}; table: {} \
-                     commits/snapshots, {} data files; directory: {} files, {} bytes",
-                    cost.commits,
-                    bench::COMMIT_BATCH,
-                    cost.wall.as_secs_f64(),
-                    if cfg!(debug_assertions) {
-                        "debug"
-                    } else {
-                        "release"
-                    },
-                    at.join(", "),
-                    cost.table.0,
-                    cost.table.1,
-                    cost.files,
-                    cost.bytes
+                    "wrote the soak into {}/benchmarks.{{json,md,svg}}",
+                    dir.display()
                 );
             }
             Ok(true)
         }
         Command::Render { out } => {
-            let path = out.join("benchmarks.json");
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            let report: BenchReport = serde_json::from_str(&text)
-                .map_err(|e| format!("{} is not a benchmark report: {e}", path.display()))?;
-            write(&out, &report)?;
+            write(&out, &read_report(&out)?)?;
             Ok(true)
         }
     }

@@ -126,29 +126,35 @@ impl DeltaDestination {
                 } else {
                     (server.endpoint.clone(), None)
                 };
-                let options = HashMap::from([
-                    ("AWS_ENDPOINT_URL".to_owned(), endpoint),
-                    ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
-                    (
-                        "AWS_SECRET_ACCESS_KEY".to_owned(),
-                        server.secret_key.clone(),
-                    ),
-                    ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
-                    ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
-                    // A few retries per request, as any production store client has (the
-                    // default is 10). Without them a log read of N objects fails with
-                    // probability 1 - 0.96^N under flaky-network's random cuts, and so does
-                    // every checkpoint: measured, the log segment grew past 80 commits, 91 of
-                    // 98 checkpoints failed and no attempt could finish. A lost answer to the
-                    // conditional commit PUT still reaches the sink: the retried PUT meets 412
-                    // and the sink re-reads its watermark.
-                    ("max_retries".to_owned(), "3".to_owned()),
-                    ("retry_timeout".to_owned(), "30s".to_owned()),
-                ]);
+                let options = delta_s3_options(server, &endpoint);
                 Ok((format!("s3://{BUCKET}/{isolation}"), options, proxy))
             }
         }
     }
+}
+
+/// delta-rs storage options for `server`, reached at `endpoint` (the server's own, or a fault
+/// proxy in front of it).
+pub(crate) fn delta_s3_options(server: &S3Server, endpoint: &str) -> HashMap<String, String> {
+    HashMap::from([
+        ("AWS_ENDPOINT_URL".to_owned(), endpoint.to_owned()),
+        ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
+        (
+            "AWS_SECRET_ACCESS_KEY".to_owned(),
+            server.secret_key.clone(),
+        ),
+        ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
+        ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
+        // A few retries per request, as any production store client has (the
+        // default is 10). Without them a log read of N objects fails with
+        // probability 1 - 0.96^N under flaky-network's random cuts, and so does
+        // every checkpoint: measured, the log segment grew past 80 commits, 91 of
+        // 98 checkpoints failed and no attempt could finish. A lost answer to the
+        // conditional commit PUT still reaches the sink: the retried PUT meets 412
+        // and the sink re-reads its watermark.
+        ("max_retries".to_owned(), "3".to_owned()),
+        ("retry_timeout".to_owned(), "30s".to_owned()),
+    ])
 }
 
 fn column<'a, T: 'static>(

@@ -89,13 +89,7 @@ impl Target for IcebergS3Target {
             .tempdir()
             .map_err(|e| e.to_string())?;
         let info = server.info();
-        let properties = HashMap::from([
-            ("s3.endpoint".to_owned(), server.endpoint.clone()),
-            ("s3.access-key-id".to_owned(), server.access_key.clone()),
-            ("s3.secret-access-key".to_owned(), server.secret_key.clone()),
-            ("s3.region".to_owned(), "us-east-1".to_owned()),
-            ("s3.path-style-access".to_owned(), "true".to_owned()),
-        ]);
+        let properties = iceberg_s3_properties(&server);
         Ok(Box::new(IcebergDestination {
             dir: Arc::new(dir),
             s3: Some((properties, Mutex::new(Some(server)))),
@@ -103,6 +97,17 @@ impl Target for IcebergS3Target {
             proxies: FaultProxies::default(),
         }))
     }
+}
+
+/// Iceberg's (OpenDAL's) S3 properties for `server`.
+pub(crate) fn iceberg_s3_properties(server: &S3Server) -> HashMap<String, String> {
+    HashMap::from([
+        ("s3.endpoint".to_owned(), server.endpoint.clone()),
+        ("s3.access-key-id".to_owned(), server.access_key.clone()),
+        ("s3.secret-access-key".to_owned(), server.secret_key.clone()),
+        ("s3.region".to_owned(), "us-east-1".to_owned()),
+        ("s3.path-style-access".to_owned(), "true".to_owned()),
+    ])
 }
 
 /// Iceberg's S3 properties and the server they point at.

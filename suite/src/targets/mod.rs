@@ -30,10 +30,12 @@ pub const DELTA_RS_VERSION: &str = "1.1.2";
 pub const ICEBERG_RUST_VERSION: &str = "0.10.1";
 
 pub use clickhouse::ClickHouseTarget;
+pub(crate) use delta::delta_s3_options;
 pub use delta::{DeltaS3Target, DeltaTarget, read_delta};
 pub use doris::DorisTarget;
 pub use elasticsearch::ElasticsearchTarget;
 pub use http::HttpTarget;
+pub(crate) use iceberg::iceberg_s3_properties;
 pub use iceberg::{IcebergS3Target, IcebergTarget};
 pub use influxdb::InfluxTarget;
 pub use meilisearch::MeilisearchTarget;

@@ -1,0 +1,279 @@
+//! The commit-cost soak: many small commits through a lakehouse sink into one table, locally
+//! and on S3, and whether a commit late in the table's life costs what an early one did.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::lakehouse::{Lakehouse, LakehouseSink};
+use super::report::{BenchSize, SoakRow};
+use super::{batch, median};
+use crate::provide::first_available;
+use crate::servers::s3::S3Server;
+
+/// Records per commit of the soak (small on purpose: the cost measured is the commit's own).
+pub const SOAK_BATCH: u64 = 100;
+/// The bucket the S3 soaks write to.
+const BUCKET: &str = "bench";
+
+/// Where a soak's table lives.
+pub enum Store<'a> {
+    /// A temporary local directory.
+    Local,
+    /// The S3 server, under a fresh prefix.
+    S3(&'a S3Server),
+}
+
+/// Commits per soak at `size`.
+pub fn soak_commits(size: BenchSize) -> usize {
+    match size {
+        BenchSize::Full => 10_000,
+        BenchSize::Reduced => 1_000,
+    }
+}
+
+/// Commits per latency window of a soak of `commits`: a tenth, at most 1 000.
+pub fn soak_window(commits: usize) -> usize {
+    (commits / 10).clamp(1, 1_000)
+}
+
+/// Every soak of the report: delta, delta-s3, iceberg and iceberg-s3, `commits` each, with
+/// latency windows of `window` commits.
+pub async fn soaks(commits: usize, window: usize) -> Result<Vec<SoakRow>, String> {
+    let server = first_available(S3Server::provide).await?;
+    server.ensure_bucket(BUCKET).await?;
+    let mut rows = Vec::new();
+    for format in [Lakehouse::Delta, Lakehouse::Iceberg] {
+        for store in [Store::Local, Store::S3(&server)] {
+            let row = soak(format, store, commits, window).await?;
+            tracing::info!(
+                sink = %row.sink,
+                growth = row.growth(),
+                total_s = row.wall_s,
+                "soak done"
+            );
+            rows.push(row);
+        }
+    }
+    server.stop().await?;
+    Ok(rows)
+}
+
+/// `commits` batches of [`SOAK_BATCH`] records through the sink into a fresh table, one commit
+/// each: the median latency of the first and of the last `window` commits, and what the
+/// table's storage holds at the end.
+pub async fn soak(
+    format: Lakehouse,
+    store: Store<'_>,
+    commits: usize,
+    window: usize,
+) -> Result<SoakRow, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let name = "soak";
+    let (sink, on) = match &store {
+        Store::Local => (
+            LakehouseSink::new(format, dir.path(), name).await?,
+            "local filesystem".to_owned(),
+        ),
+        Store::S3(server) => {
+            let run = dir
+                .path()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let info = server.info();
+            (
+                LakehouseSink::on_s3(format, dir.path(), server, &format!("s3://{BUCKET}/{run}"))
+                    .await?,
+                format!("{} {}", info.name, info.version),
+            )
+        }
+    };
+    let label = match (&format, &store) {
+        (Lakehouse::Delta, Store::Local) => "delta",
+        (Lakehouse::Delta, Store::S3(_)) => "delta-s3",
+        (Lakehouse::Iceberg, Store::Local) => "iceberg",
+        (Lakehouse::Iceberg, Store::S3(_)) => "iceberg-s3",
+    };
+    sink.sink().open().await.map_err(|e| e.to_string())?;
+    let latencies = commit_all(&sink, label, commits).await?;
+    let wall: Duration = latencies.iter().sum();
+    let window = window.clamp(1, commits.max(1));
+    let ms = |v: &[Duration]| median(v.to_vec()).as_secs_f64() * 1e3;
+    let files = match &store {
+        Store::Local => local_objects(dir.path()),
+        Store::S3(server) => s3_objects(server, dir.path()).await?,
+    };
+    let usage = Usage::of(&files);
+    let kept = match &sink {
+        LakehouseSink::Iceberg(_) => sink.stats(dir.path(), name).await?.0 as u64,
+        // One JSON entry per version, until the log cleanup removes expired ones.
+        LakehouseSink::Delta(_) => files
+            .keys()
+            .filter(|k| k.contains("/_delta_log/") && k.ends_with(".json"))
+            .count() as u64,
+    };
+    Ok(SoakRow {
+        sink: label.into(),
+        store: on,
+        commits: commits as u64,
+        records_per_commit: SOAK_BATCH,
+        window: window as u64,
+        first_p50_ms: ms(&latencies[..window]),
+        last_p50_ms: ms(&latencies[commits - window..]),
+        wall_s: wall.as_secs_f64(),
+        versions_kept: kept,
+        data_files: usage.data_files,
+        data_bytes: usage.data_bytes,
+        metadata_files: usage.metadata_files,
+        metadata_bytes: usage.metadata_bytes,
+    })
+}
+
+/// Commits `commits` batches one after the other, each checked to be written whole; the
+/// latency of each, with a progress line every 30 s.
+async fn commit_all(
+    sink: &LakehouseSink,
+    label: &str,
+    commits: usize,
+) -> Result<Vec<Duration>, String> {
+    let mut latencies = Vec::with_capacity(commits);
+    let started = Instant::now();
+    let mut shown = Instant::now();
+    for n in 0..commits as u64 {
+        let b = batch(0, n * SOAK_BATCH, SOAK_BATCH);
+        let t = Instant::now();
+        let outcome = sink.sink().consume(&b).await.map_err(|e| e.to_string())?;
+        latencies.push(t.elapsed());
+        if outcome.written != SOAK_BATCH {
+            return Err(format!(
+                "{label}: commit {} wrote {} of {SOAK_BATCH} records",
+                n + 1,
+                outcome.written
+            ));
+        }
+        if shown.elapsed() >= Duration::from_secs(30) {
+            shown = Instant::now();
+            tracing::info!(
+                sink = label,
+                done = n + 1,
+                commits,
+                elapsed_s = started.elapsed().as_secs(),
+                "soak in progress"
+            );
+        }
+    }
+    Ok(latencies)
+}
+
+/// Data and metadata held by a table's storage.
+#[derive(Debug, Default, PartialEq)]
+struct Usage {
+    data_files: u64,
+    data_bytes: u64,
+    metadata_files: u64,
+    metadata_bytes: u64,
+}
+
+impl Usage {
+    /// Sorts objects (path → size) into metadata (Delta's `_delta_log/`, Iceberg's `metadata/`)
+    /// and data (everything else).
+    fn of(objects: &HashMap<String, u64>) -> Self {
+        let mut u = Usage::default();
+        for (path, size) in objects {
+            if path.contains("/_delta_log/") || path.contains("/metadata/") {
+                u.metadata_files += 1;
+                u.metadata_bytes += size;
+            } else {
+                u.data_files += 1;
+                u.data_bytes += size;
+            }
+        }
+        u
+    }
+}
+
+/// Every file under `dir` (its path from `dir`, with a leading `/`) and its size, leaving out
+/// the SQLite catalog of an Iceberg table (the catalog is not the table's storage).
+fn local_objects(dir: &Path) -> HashMap<String, u64> {
+    fn walk(root: &Path, dir: &Path, out: &mut HashMap<String, u64>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if path.extension().is_none_or(|x| x != "db") {
+                let relative = path.strip_prefix(root).unwrap_or(&path);
+                let size = entry.metadata().map_or(0, |m| m.len());
+                out.insert(format!("/{}", relative.display()), size);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Every object of the run's prefix in the bucket and its size.
+async fn s3_objects(server: &S3Server, dir: &Path) -> Result<HashMap<String, u64>, String> {
+    let run = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let client = server.client();
+    let mut pages = client
+        .list_objects_v2()
+        .bucket(BUCKET)
+        .prefix(format!("{run}/"))
+        .into_paginator()
+        .send();
+    let mut out = HashMap::new();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| format!("listing the soak's objects: {e:?}"))?;
+        for object in page.contents() {
+            if let Some(key) = object.key() {
+                let size = object.size().unwrap_or(0).max(0) as u64;
+                out.insert(format!("/{key}"), size);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_the_delta_log_and_the_iceberg_metadata_folder() {
+        let objects = HashMap::from([
+            ("/t/_delta_log/00000000000000000001.json".to_owned(), 10),
+            ("/t/part-0001.parquet".to_owned(), 100),
+            ("/w/bench/soak/metadata/snap-1.avro".to_owned(), 20),
+            ("/w/bench/soak/data/0001.parquet".to_owned(), 200),
+        ]);
+        assert_eq!(
+            Usage::of(&objects),
+            Usage {
+                data_files: 2,
+                data_bytes: 300,
+                metadata_files: 2,
+                metadata_bytes: 30
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_local_soak_times_every_commit_and_counts_what_the_table_holds() {
+        for format in [Lakehouse::Delta, Lakehouse::Iceberg] {
+            let row = soak(format, Store::Local, 24, 5)
+                .await
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            println!("{row:?}");
+            assert_eq!((row.commits, row.window), (24, 5), "{format:?}");
+            assert!(row.first_p50_ms > 0.0 && row.last_p50_ms > 0.0, "{row:?}");
+            assert_eq!(row.data_files, 24, "{format:?}: one data file per commit");
+            assert!(row.metadata_files > 0 && row.data_bytes > 0, "{row:?}");
+            assert!(row.versions_kept >= 1, "{row:?}");
+        }
+    }
+}
