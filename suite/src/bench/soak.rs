@@ -70,17 +70,18 @@ pub async fn soak(
 ) -> Result<SoakRow, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let name = "soak";
+    // On S3 the run's objects live under a prefix named like its local directory.
+    let run = dir
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let (sink, on) = match &store {
         Store::Local => (
             LakehouseSink::new(format, dir.path(), name).await?,
             "local filesystem".to_owned(),
         ),
         Store::S3(server) => {
-            let run = dir
-                .path()
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
             let info = server.info();
             (
                 LakehouseSink::on_s3(format, dir.path(), server, &format!("s3://{BUCKET}/{run}"))
@@ -102,7 +103,7 @@ pub async fn soak(
     let ms = |v: &[Duration]| median(v.to_vec()).as_secs_f64() * 1e3;
     let files = match &store {
         Store::Local => local_objects(dir.path()),
-        Store::S3(server) => s3_objects(server, dir.path()).await?,
+        Store::S3(server) => s3_objects(server, &run).await?,
     };
     let usage = Usage::of(&files);
     let kept = match &sink {
@@ -213,12 +214,8 @@ fn local_objects(dir: &Path) -> HashMap<String, u64> {
     out
 }
 
-/// Every object of the run's prefix in the bucket and its size.
-async fn s3_objects(server: &S3Server, dir: &Path) -> Result<HashMap<String, u64>, String> {
-    let run = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+/// Every object under the prefix `run` in the bucket and its size.
+async fn s3_objects(server: &S3Server, run: &str) -> Result<HashMap<String, u64>, String> {
     let client = server.client();
     let mut pages = client
         .list_objects_v2()

@@ -121,18 +121,22 @@ fn today() -> String {
     )
 }
 
+/// The cargo profile this binary was built with.
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
 /// A report of this run with nothing measured yet.
 fn empty_report(size: BenchSize) -> BenchReport {
     BenchReport {
         generated_by: format!("pico-bench {}", env!("CARGO_PKG_VERSION")),
         date: today(),
         size,
-        profile: if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-        .into(),
+        profile: profile().into(),
         machine: Machine::current(),
         reps: size.reps(),
         sinks: Vec::new(),
@@ -246,7 +250,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 Some(dir) => read_report(dir)?,
                 None => empty_report(size(reduced)),
             };
-            let profile = empty_report(size(reduced)).profile;
+            let profile = profile();
             if report.profile != profile || report.size != size(reduced) {
                 return Err(format!(
                     "the report in --out was measured by a {} build at {} size, this soak by a \
