@@ -15,6 +15,11 @@
 //! simply retry; two writers of one partition (a zombie after a rebalance) end with the loser
 //! writing only what the winner did not.
 //!
+//! **Commit cost.** The sink writes each commit's log entry itself, with the log store's
+//! create-if-absent, and keeps the version and the watermarks it committed on top of the table
+//! state it loaded; delta-rs's own commit would replay every live file into that state after
+//! each commit. The state is reloaded after a lost race and around each checkpoint.
+//!
 //! **The premise of every watermark.** Skipping offsets at or below the committed version is
 //! safe because a runtime commits a consumer offset only after the write: whoever writes a
 //! partition resumes from the committed offset, so everything below the highest committed
@@ -41,6 +46,7 @@
 
 mod arrow_rows;
 mod config;
+mod held;
 mod sink;
 
 pub use config::DeltaSinkConfig;

@@ -3,9 +3,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
-use deltalake::kernel::{Action, Transaction};
-use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::kernel::Action;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::table::state::DeltaTableState;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
@@ -17,6 +15,7 @@ use tracing::{debug, warn};
 
 use crate::arrow_rows::{delta_columns, to_arrow};
 use crate::config::DeltaSinkConfig;
+use crate::held::HeldTable;
 
 /// The application id of a topic-partition's `txn` actions.
 pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
@@ -31,7 +30,7 @@ pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
 /// commit. Writers in other processes race as before and are handled by the re-read.
 pub struct DeltaSink {
     config: DeltaSinkConfig,
-    table: Mutex<Option<DeltaTable>>,
+    table: Mutex<Option<HeldTable>>,
     /// Commits by this instance since its last checkpoint succeeded (see [`DeltaSink::checkpoint_due`]).
     since_checkpoint: AtomicU32,
 }
@@ -55,7 +54,7 @@ fn table_url(location: &str) -> Result<url::Url, SinkError> {
 
 /// Storage and I/O problems may pass (also when wrapped, as kernel errors wrap object-store
 /// errors); denied access and everything else is configuration.
-fn error(e: DeltaTableError, what: &str) -> SinkError {
+pub(crate) fn error(e: DeltaTableError, what: &str) -> SinkError {
     let error = classify(&e, what);
     error.with_source(e)
 }
@@ -114,19 +113,6 @@ fn transient_kernel_error(text: &str) -> bool {
     storage && !access && !status
 }
 
-/// A commit that lost the race for its table version.
-fn lost_race(e: &DeltaTableError) -> bool {
-    matches!(
-        e,
-        DeltaTableError::VersionAlreadyExists(_)
-            | DeltaTableError::Transaction {
-                source: TransactionError::VersionAlreadyExists(_)
-                    | TransactionError::MaxCommitAttempts(_)
-                    | TransactionError::CommitConflict(_)
-            }
-    )
-}
-
 impl DeltaSink {
     /// A sink for the configured table (nothing is touched before `open`).
     pub fn new(config: DeltaSinkConfig) -> Self {
@@ -143,13 +129,17 @@ impl DeltaSink {
     pub async fn append_unguarded(&self, batch: &Batch) -> Result<(), SinkError> {
         let scope = self.config.scope.clone();
         let mut guard = self.table().await?;
-        let table = loaded(&mut guard)?;
-        writer_of(table, &scope, batch)
+        let held = loaded(&mut guard)?;
+        // delta-rs commits on the loaded state: it must be the newest this instance knows.
+        if !held.is_current() {
+            held.reload().await?;
+        }
+        writer_of(&held.table, &scope, batch)
             .await?
-            .flush_and_commit(table)
+            .flush_and_commit(&mut held.table)
             .await
-            .map(|_| ())
-            .map_err(|e| error(e, "committing"))
+            .map_err(|e| error(e, "committing"))?;
+        held.adopt_state()
     }
 
     /// Writes a checkpoint once `checkpoint_interval` commits of this instance went by since its
@@ -163,11 +153,17 @@ impl DeltaSink {
     /// commit by commit and never moves it onto a newer checkpoint, so without the rebuild every
     /// watermark read still replays every commit since the table was opened (measured: log
     /// segments of 87 commits and no checkpoint at version 151, while checkpoints existed).
-    async fn checkpoint_due(&self, table: &mut DeltaTable) {
+    async fn checkpoint_due(&self, held: &mut HeldTable) {
         let commits = self.since_checkpoint.fetch_add(1, Ordering::Relaxed) + 1;
         if commits < self.config.checkpoint_interval.max(1) {
             return;
         }
+        // The checkpoint is of the loaded state's version: bring it to the newest first.
+        if let Err(e) = held.reload().await {
+            warn!(error = %e, commits, "loading the table for its checkpoint failed; tried again after the next commit");
+            return;
+        }
+        let table = &mut held.table;
         match deltalake::checkpoints::create_checkpoint(table, None).await {
             Ok(()) => {
                 self.since_checkpoint.store(0, Ordering::Relaxed);
@@ -179,6 +175,9 @@ impl DeltaSink {
                     Err(e) => warn!(error = %e, "reloading from the checkpoint failed"),
                 }
                 clean_expired_log(table).await;
+                if let Err(e) = held.adopt_state() {
+                    warn!(error = %e, "the state loaded from the checkpoint has no version");
+                }
             }
             Err(e) => {
                 warn!(error = %e, commits, "checkpoint failed; tried again after the next commit");
@@ -187,7 +186,7 @@ impl DeltaSink {
     }
 
     /// The loaded table, under the sink's lock (loaded or created on first use).
-    async fn table(&self) -> Result<MutexGuard<'_, Option<DeltaTable>>, SinkError> {
+    async fn table(&self) -> Result<MutexGuard<'_, Option<HeldTable>>, SinkError> {
         let mut slot = self.table.lock().await;
         if slot.is_none() {
             let url = table_url(&self.config.location)?;
@@ -224,7 +223,7 @@ impl DeltaSink {
                     self.config.location
                 )));
             };
-            *slot = Some(table);
+            *slot = Some(HeldTable::new(table)?);
         }
         Ok(slot)
     }
@@ -288,8 +287,8 @@ async fn writer_of(
 
 /// The table inside a guard that [`DeltaSink::table`] filled.
 fn loaded<'a>(
-    slot: &'a mut MutexGuard<'_, Option<DeltaTable>>,
-) -> Result<&'a mut DeltaTable, SinkError> {
+    slot: &'a mut MutexGuard<'_, Option<HeldTable>>,
+) -> Result<&'a mut HeldTable, SinkError> {
     slot.as_mut()
         .ok_or_else(|| SinkError::fatal("the Delta table is not loaded"))
 }
@@ -330,16 +329,12 @@ impl Sink for DeltaSink {
             let fit = Batch::new(fit.into_iter().cloned().collect())
                 .map_err(|e| SinkError::fatal(format!("{e}")))?;
             let mut guard = self.table().await?;
-            let table = loaded(&mut guard)?;
+            let held = loaded(&mut guard)?;
             let mut done = false;
-            // Versions only grow: a snapshot held from an earlier batch (or the open) that
-            // already covers the batch proves it is committed, without reloading the log.
-            let known = table
-                .snapshot()
-                .map_err(|e| error(e, "reading the snapshot"))?
-                .transaction_version(table.log_store().as_ref(), &app)
-                .await
-                .map_err(|e| error(e, "reading the watermark"))?;
+            // Versions only grow: what the instance knows of the table (its loaded state and
+            // its own commits since) already covering the batch proves it is committed,
+            // without reading the log.
+            let known = held.watermark(&app).await?;
             if known.is_some_and(|v| u64::try_from(v).is_ok_and(|v| v >= fit.id().last)) {
                 debug!(batch = %batch.id(), "committed before: nothing written");
                 return Ok(Outcome::new(
@@ -348,21 +343,14 @@ impl Sink for DeltaSink {
                 ));
             }
             for attempt in 1..=attempts {
-                // The first attempt commits on the held snapshot: a commit on a stale one
-                // fails (the next version exists) and the next attempt reloads the log first.
-                // Reloading before every commit listed the log each time.
-                if attempt > 1 {
-                    table
-                        .update_state()
-                        .await
-                        .map_err(|e| error(e, "reloading the table"))?;
-                }
-                let committed = table
-                    .snapshot()
-                    .map_err(|e| error(e, "reading the snapshot"))?
-                    .transaction_version(table.log_store().as_ref(), &app)
-                    .await
-                    .map_err(|e| error(e, "reading the watermark"))?;
+                // The first attempt commits on what the instance knows: if another writer made
+                // the next version, the commit fails and the next attempt reloads the log first.
+                let committed = if attempt > 1 {
+                    held.reload().await?;
+                    held.watermark(&app).await?
+                } else {
+                    known
+                };
                 let tail = match committed {
                     Some(v) => fit.after(u64::try_from(v).unwrap_or(0)),
                     None => Some(fit.clone()),
@@ -375,36 +363,12 @@ impl Sink for DeltaSink {
                     done = true;
                     break;
                 };
-                let adds = write_files(table, &scope, &tail).await?;
+                let adds = write_files(&held.table, &scope, &tail).await?;
                 // Watermark and data in one log entry; no automatic rebase (see the crate docs).
-                let properties = CommitProperties::default()
-                    .with_application_transaction(Transaction::new(&app, tail.id().last as i64))
-                    .with_max_retries(0)
-                    // Checkpoints, and the log cleanup that can only follow one, are the
-                    // sink's own step after the commit (see checkpoint_due).
-                    .with_create_checkpoint(false)
-                    .with_cleanup_expired_logs(Some(false));
-                let snapshot = table
-                    .snapshot()
-                    .map_err(|e| error(e, "reading the snapshot"))?;
-                let commit = CommitBuilder::from(properties)
-                    .with_actions(adds)
-                    .build(
-                        Some(snapshot),
-                        table.log_store(),
-                        DeltaOperation::Write {
-                            mode: SaveMode::Append,
-                            partition_by: None,
-                            predicate: None,
-                        },
-                    )
-                    .await;
-                match commit {
-                    Ok(done_commit) => {
-                        debug!(batch = %batch.id(), version = done_commit.version(), attempt, "committed");
-                        // The new version is known: the next batch needs no reload to see it.
-                        table.state = Some(done_commit.snapshot());
-                        self.checkpoint_due(&mut *table).await;
+                match held.commit(adds, &app, tail.id().last as i64).await? {
+                    Some(version) => {
+                        debug!(batch = %batch.id(), version, attempt, "committed");
+                        self.checkpoint_due(held).await;
                         report = WriteReport {
                             written: tail.len() as u64,
                             already_present: (fit.len() - tail.len()) as u64,
@@ -412,10 +376,9 @@ impl Sink for DeltaSink {
                         done = true;
                         break;
                     }
-                    Err(e) if lost_race(&e) => {
+                    None => {
                         debug!(batch = %batch.id(), attempt, "lost the race for the table version, retrying");
                     }
-                    Err(e) => return Err(error(e, "committing")),
                 }
             }
             if !done {
@@ -440,8 +403,9 @@ impl Sink for DeltaSink {
             "delta",
             "one commit per batch with a txn action (app id pico:topic:partition, version = last \
              offset) in the same log entry as the data; only offsets above the committed version \
-             are written (a replay the held snapshot already covers is answered without reloading \
-             the log); commits without automatic rebase, retried after re-reading",
+             are written (a replay the instance's own knowledge of the table already covers is \
+             answered without reading the log); the log entry written by the sink with \
+             create-if-absent, no automatic rebase, retried after re-reading",
             Claim::NoVisibleDuplicate,
         )
         .telling_already_present()
@@ -489,11 +453,95 @@ mod tests {
         let across = sink.consume(&batch(9_000, 10_999)).await.unwrap();
         assert_eq!((across.written, across.already_present), (1_000, 1_000));
         let mut guard = sink.table().await.unwrap();
-        let table = loaded(&mut guard).unwrap();
-        table.update_state().await.unwrap();
-        let files = table.snapshot().unwrap().log_data().into_iter().count();
+        let held = loaded(&mut guard).unwrap();
+        held.reload().await.unwrap();
+        let files = held
+            .table
+            .snapshot()
+            .unwrap()
+            .log_data()
+            .into_iter()
+            .count();
         assert_eq!(files, 2, "two commits wrote data: the first and the tail");
         assert_eq!(parquet_files(&path), 2, "no file beyond them");
+    }
+
+    /// Rows the table references (a fresh load of it, from the numRecords of every live file)
+    /// and its live files.
+    async fn live_rows(path: &std::path::Path) -> (usize, usize) {
+        let sink = DeltaSink::new(DeltaSinkConfig::new(path.display().to_string()));
+        let mut guard = sink.table().await.unwrap();
+        let held = loaded(&mut guard).unwrap();
+        let files: Vec<_> = held
+            .table
+            .snapshot()
+            .unwrap()
+            .log_data()
+            .into_iter()
+            .collect();
+        let rows = files.iter().map(|f| f.num_records().unwrap()).sum();
+        (rows, files.len())
+    }
+
+    /// A commit writes the next log entry itself: the state loaded at the start stays as it
+    /// was (delta-rs would have replayed every live file into it after each commit), while the
+    /// instance knows the newest version and its watermarks; a fresh instance sees them all.
+    #[tokio::test]
+    async fn commits_advance_without_reloading_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let mut config = DeltaSinkConfig::new(path.display().to_string());
+        config.checkpoint_interval = 1_000;
+        let sink = DeltaSink::new(config.clone());
+        for n in 0..30 {
+            let b = batch(n * 10, n * 10 + 9);
+            assert_eq!(sink.consume(&b).await.unwrap().written, 10);
+        }
+        {
+            let mut guard = sink.table().await.unwrap();
+            let held = loaded(&mut guard).unwrap();
+            println!(
+                "loaded state at version {:?}, known version {}",
+                held.table.version(),
+                held.version()
+            );
+            assert_eq!(
+                held.table.version(),
+                Some(0),
+                "the state loaded at creation"
+            );
+            assert_eq!(held.version(), 30, "one version per commit");
+        }
+        let replay = sink.consume(&batch(100, 109)).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 10));
+        let fresh = DeltaSink::new(config)
+            .consume(&batch(0, 299))
+            .await
+            .unwrap();
+        assert_eq!((fresh.written, fresh.already_present), (0, 300));
+        assert_eq!(live_rows(&path).await, (300, 30));
+    }
+
+    /// Two instances write one partition (a zombie after a rebalance): the one whose known
+    /// version is stale loses the race for the next version, reloads, and writes only what
+    /// the other did not. The table holds every record once.
+    #[tokio::test]
+    async fn a_commit_after_another_writers_reloads_and_writes_only_the_new_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let config = DeltaSinkConfig::new(path.display().to_string());
+        let zombie = DeltaSink::new(config.clone());
+        let owner = DeltaSink::new(config);
+        assert_eq!(zombie.consume(&batch(0, 9)).await.unwrap().written, 10);
+        let taken = owner.consume(&batch(0, 19)).await.unwrap();
+        assert_eq!((taken.written, taken.already_present), (10, 10));
+        let late = zombie.consume(&batch(10, 29)).await.unwrap();
+        println!(
+            "the stale writer: {} written, {} already present",
+            late.written, late.already_present
+        );
+        assert_eq!((late.written, late.already_present), (10, 10));
+        assert_eq!(live_rows(&path).await, (30, 3), "every record once");
     }
 
     /// With a log retention of zero, the cleanup after each checkpoint deletes the log entries
@@ -570,8 +618,10 @@ mod tests {
         crashed.open().await.unwrap();
         {
             let mut guard = crashed.table().await.unwrap();
-            let table = loaded(&mut guard).unwrap();
-            let adds = write_files(table, &Scope::default(), &batch).await.unwrap();
+            let held = loaded(&mut guard).unwrap();
+            let adds = write_files(&held.table, &Scope::default(), &batch)
+                .await
+                .unwrap();
             assert!(!adds.is_empty(), "the crashed attempt wrote its data files");
         }
         drop(crashed);
@@ -583,9 +633,15 @@ mod tests {
         let replay = restarted.consume(&batch).await.unwrap();
         assert_eq!((replay.written, replay.already_present), (0, 10));
         let mut guard = restarted.table().await.unwrap();
-        let table = loaded(&mut guard).unwrap();
-        table.update_state().await.unwrap();
-        let referenced = table.snapshot().unwrap().log_data().into_iter().count();
+        let held = loaded(&mut guard).unwrap();
+        held.reload().await.unwrap();
+        let referenced = held
+            .table
+            .snapshot()
+            .unwrap()
+            .log_data()
+            .into_iter()
+            .count();
         let on_disk = parquet_files(&path);
         println!(
             "data files: {on_disk} on disk, {referenced} referenced, {} orphaned",

@@ -164,6 +164,10 @@ pub struct SoakRow {
     pub last_p50_ms: f64,
     /// The commits' summed latency, seconds.
     pub wall_s: f64,
+    /// Batches handed to the sink again after a `Retryable` error (a runtime's retry; the
+    /// latency of such a commit is its successful attempt's).
+    #[serde(default)]
+    pub retries: u64,
     /// Snapshots (Iceberg) or log entries (Delta) the table keeps at the end.
     pub versions_kept: u64,
     /// Data files the table's storage holds at the end.
@@ -444,19 +448,20 @@ fn render_soak(md: &mut String, rows: &[SoakRow]) {
          with the sink's own table upkeep on (its defaults). *growth*: the median commit of the \
          last {} commits as a multiple of the median of the first {}. What the table's storage \
          holds at the end: data files, and metadata (Delta's `_delta_log/`, Iceberg's \
-         `metadata/`).\n",
+         `metadata/`). *retries*: batches handed to the sink again after a `Retryable` error, \
+         as a runtime does (one second later).\n",
         first.commits, first.records_per_commit, first.window, first.window
     );
     let _ = writeln!(
         md,
-        "| sink | store | commits | first p50 ms | last p50 ms | growth | total s | versions kept | data files | data MB | metadata files | metadata MB |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| sink | store | commits | first p50 ms | last p50 ms | growth | total s | retries | versions kept | data files | data MB | metadata files | metadata MB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let mb = |b: u64| b as f64 / 1e6;
     for row in rows {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.0} | {} | {} | {:.1} | {} | {:.1} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.0} | {} | {} | {} | {:.1} | {} | {:.1} |",
             row.sink,
             row.store,
             row.commits,
@@ -464,6 +469,7 @@ fn render_soak(md: &mut String, rows: &[SoakRow]) {
             row.last_p50_ms,
             row.growth(),
             row.wall_s,
+            row.retries,
             row.versions_kept,
             row.data_files,
             mb(row.data_bytes),
@@ -556,4 +562,48 @@ pub fn render_svg(r: &BenchReport) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_soak_section_gives_growth_and_retries_per_sink() {
+        let row = SoakRow {
+            sink: "iceberg-s3".into(),
+            store: "SeaweedFS 3.80".into(),
+            commits: 10_000,
+            records_per_commit: 100,
+            window: 1_000,
+            first_p50_ms: 20.0,
+            last_p50_ms: 25.0,
+            wall_s: 300.0,
+            retries: 3,
+            versions_kept: 100,
+            data_files: 10_000,
+            data_bytes: 50_000_000,
+            metadata_files: 400,
+            metadata_bytes: 9_000_000,
+        };
+        let mut md = String::new();
+        render_soak(&mut md, &[row]);
+        println!("{md}");
+        assert!(md.contains("| retries |"), "{md}");
+        assert!(
+            md.contains(
+                "| iceberg-s3 | SeaweedFS 3.80 | 10000 | 20.0 | 25.0 | 1.25 | 300 | 3 | 100 |"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_report_from_before_the_retry_count_reads_as_no_retries() {
+        let json = r#"{"sink":"delta","store":"local filesystem","commits":10,"records_per_commit":100,
+            "window":1,"first_p50_ms":1.0,"last_p50_ms":1.0,"wall_s":0.1,"versions_kept":10,
+            "data_files":10,"data_bytes":1,"metadata_files":1,"metadata_bytes":1}"#;
+        let row: SoakRow = serde_json::from_str(json).expect("an older soak row");
+        assert_eq!(row.retries, 0);
+    }
 }

@@ -2,6 +2,8 @@
 //! and on S3, and whether a commit late in the table's life costs what an early one did.
 
 use std::collections::HashMap;
+
+use pico_sink::Sink;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -97,7 +99,7 @@ pub async fn soak(
         (Lakehouse::Iceberg, Store::S3(_)) => "iceberg-s3",
     };
     sink.sink().open().await.map_err(|e| e.to_string())?;
-    let latencies = commit_all(&sink, label, commits).await?;
+    let Commits { latencies, retries } = commit_all(sink.sink(), label, commits).await?;
     let wall: Duration = latencies.iter().sum();
     let window = window.clamp(1, commits.max(1));
     let ms = |v: &[Duration]| median(v.to_vec()).as_secs_f64() * 1e3;
@@ -123,6 +125,7 @@ pub async fn soak(
         first_p50_ms: ms(&latencies[..window]),
         last_p50_ms: ms(&latencies[commits - window..]),
         wall_s: wall.as_secs_f64(),
+        retries,
         versions_kept: kept,
         data_files: usage.data_files,
         data_bytes: usage.data_bytes,
@@ -131,26 +134,54 @@ pub async fn soak(
     })
 }
 
-/// Commits `commits` batches one after the other, each checked to be written whole; the
-/// latency of each, with a progress line every 30 s.
-async fn commit_all(
-    sink: &LakehouseSink,
-    label: &str,
-    commits: usize,
-) -> Result<Vec<Duration>, String> {
-    let mut latencies = Vec::with_capacity(commits);
+/// Times a sink waits before handing a batch that failed with a `Retryable` error again, as a
+/// runtime does; and how many times in a row one batch may fail so before the soak gives up.
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+const RETRIES_PER_BATCH: u32 = 10;
+
+/// What [`commit_all`] measured: each commit's latency, and the batches handed again after a
+/// `Retryable` error.
+struct Commits {
+    latencies: Vec<Duration>,
+    retries: u64,
+}
+
+/// Commits `commits` batches one after the other, each checked to be written whole (a batch
+/// handed again after a `Retryable` error may find part or all of it committed by the failed
+/// attempt: already present); the latency of each commit (its successful attempt), with a
+/// progress line every 30 s.
+async fn commit_all(sink: &dyn Sink, label: &str, commits: usize) -> Result<Commits, String> {
+    let mut out = Commits {
+        latencies: Vec::with_capacity(commits),
+        retries: 0,
+    };
     let started = Instant::now();
     let mut shown = Instant::now();
     for n in 0..commits as u64 {
         let b = batch(0, n * SOAK_BATCH, SOAK_BATCH);
-        let t = Instant::now();
-        let outcome = sink.sink().consume(&b).await.map_err(|e| e.to_string())?;
-        latencies.push(t.elapsed());
-        if outcome.written != SOAK_BATCH {
+        let mut failed = 0;
+        let (outcome, latency) = loop {
+            let t = Instant::now();
+            match sink.consume(&b).await {
+                Ok(outcome) => break (outcome, t.elapsed()),
+                Err(e) if e.is_retryable() && failed < RETRIES_PER_BATCH => {
+                    failed += 1;
+                    out.retries += 1;
+                    tracing::warn!(sink = label, commit = n + 1, failed, error = %e, "retryable error: the same batch again");
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(e) => return Err(format!("{label}: commit {}: {e}", n + 1)),
+            }
+        };
+        out.latencies.push(latency);
+        let whole = outcome.written == SOAK_BATCH
+            || (failed > 0 && outcome.written + outcome.already_present == SOAK_BATCH);
+        if !whole {
             return Err(format!(
-                "{label}: commit {} wrote {} of {SOAK_BATCH} records",
+                "{label}: commit {} wrote {} and found {} already present of {SOAK_BATCH} records",
                 n + 1,
-                outcome.written
+                outcome.written,
+                outcome.already_present
             ));
         }
         if shown.elapsed() >= Duration::from_secs(30) {
@@ -159,12 +190,13 @@ async fn commit_all(
                 sink = label,
                 done = n + 1,
                 commits,
+                retries = out.retries,
                 elapsed_s = started.elapsed().as_secs(),
                 "soak in progress"
             );
         }
     }
-    Ok(latencies)
+    Ok(out)
 }
 
 /// Data and metadata held by a table's storage.
@@ -256,6 +288,70 @@ mod tests {
                 metadata_files: 2,
                 metadata_bytes: 30
             }
+        );
+    }
+
+    /// A Delta sink whose `n`-th consume commits and then answers `Retryable`, as when the
+    /// answer to a commit is lost.
+    struct AnswerLost {
+        inner: pico_sink_delta::DeltaSink,
+        calls: std::sync::atomic::AtomicU32,
+        lost_at: u32,
+    }
+
+    #[async_trait::async_trait]
+    impl Sink for AnswerLost {
+        async fn open(&self) -> Result<(), pico_sink::SinkError> {
+            self.inner.open().await
+        }
+
+        async fn close(&self) -> Result<(), pico_sink::SinkError> {
+            self.inner.close().await
+        }
+
+        async fn consume(
+            &self,
+            batch: &pico_sink::Batch,
+        ) -> Result<pico_sink::Outcome, pico_sink::SinkError> {
+            let call = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            let outcome = self.inner.consume(batch).await?;
+            if call == self.lost_at {
+                return Err(pico_sink::SinkError::retryable(
+                    "the answer to the commit was lost",
+                ));
+            }
+            Ok(outcome)
+        }
+
+        fn describe(&self) -> pico_sink::Description {
+            self.inner.describe()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retryable_error_hands_the_same_batch_again_and_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let config =
+            pico_sink_delta::DeltaSinkConfig::new(dir.path().join("t").display().to_string());
+        let sink = AnswerLost {
+            inner: pico_sink_delta::DeltaSink::new(config),
+            calls: Default::default(),
+            lost_at: 3,
+        };
+        let done = commit_all(&sink, "delta", 5).await.unwrap();
+        println!(
+            "{} commits timed, {} retries",
+            done.latencies.len(),
+            done.retries
+        );
+        assert_eq!((done.latencies.len(), done.retries), (5, 1));
+        assert_eq!(
+            sink.calls.load(std::sync::atomic::Ordering::Relaxed),
+            6,
+            "the third batch was handed twice; its replay found it already present"
         );
     }
 
