@@ -85,3 +85,79 @@ async fn mapped_columns_are_parsed_and_a_value_that_does_not_parse_is_rejected()
     assert_eq!((written, already_present), (0, 3));
     server.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_sink_on_the_callers_own_client_writes_once_and_answers_replays() {
+    let server = match first_available(ClickHouseServer::provide).await {
+        Ok(s) => s,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no ClickHouse could be provided: {reasons}");
+            return;
+        }
+    };
+    // The caller's client, from the clickhouse crate the sink re-exports.
+    let client = pico_sink_clickhouse::clickhouse::Client::default().with_url(server.url());
+    let sink = ClickHouseSink::with_client(
+        client,
+        ClickHouseSinkConfig::for_table("pico_test", "own_client"),
+    )
+    .unwrap();
+    sink.open().await.unwrap();
+    let batch = Batch::new(
+        (0..50)
+            .map(|o| Record::new(RecordId::new("t", 0, o), format!(r#"{{"n":{o}}}"#)))
+            .collect(),
+    )
+    .unwrap();
+    let first = sink.consume(&batch).await.unwrap();
+    let replay = sink.consume(&batch).await.unwrap();
+    assert_eq!((first.written, replay.already_present), (50, 50));
+    // Physical rows, not a merged view.
+    let rows = server
+        .query("SELECT count() FROM pico_test.own_client FORMAT TabSeparated")
+        .await
+        .unwrap();
+    println!(
+        "rows through the caller's client: {}",
+        String::from_utf8_lossy(&rows).trim()
+    );
+    assert_eq!(String::from_utf8_lossy(&rows).trim(), "50");
+    server.stop().await.unwrap();
+}
+
+#[test]
+fn a_url_or_credentials_beside_the_callers_client_are_refused() {
+    let client = pico_sink_clickhouse::clickhouse::Client::default();
+    let refused = |config: ClickHouseSinkConfig| {
+        ClickHouseSink::with_client(client.clone(), config)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let msg = refused(ClickHouseSinkConfig::new(
+        "http://default:hunter2@ch:8123",
+        "db",
+        "t",
+    ));
+    println!("{msg}");
+    assert!(
+        msg.contains("ClickHouseSinkConfig::for_table(database, table)"),
+        "{msg}"
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    let mut config = ClickHouseSinkConfig::for_table("db", "t");
+    config.credentials = Some(("ingest".into(), pico_sink::Secret::new("hunter2")));
+    let msg = refused(config);
+    assert!(
+        msg.contains("credentials") && !msg.contains("hunter2"),
+        "{msg}"
+    );
+    let msg = ClickHouseSink::new(ClickHouseSinkConfig::for_table("db", "t"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.contains("url is empty") && msg.contains("with_client"),
+        "{msg}"
+    );
+}

@@ -313,3 +313,92 @@ async fn redshift_rejects_what_varchar_cannot_hold() {
     assert_eq!(got, vec![(1, true), (2, true), (3, true)]);
     pg.stop().await.unwrap();
 }
+
+/// A pool the caller built, with the deadpool-postgres and tokio-postgres the sink crates
+/// re-export (no dependency of its own on either).
+fn callers_pool(url: &str) -> pico_sink_postgres::Pool {
+    use pico_sink_postgres::deadpool_postgres::{Config, Runtime};
+    let mut config = Config::new();
+    config.url = Some(url.to_owned());
+    config
+        .create_pool(
+            Some(Runtime::Tokio1),
+            pico_sink_postgres::tokio_postgres::NoTls,
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_sink_on_the_callers_own_pool_writes_once_and_answers_replays() {
+    let Some(pg) = server().await else { return };
+    let postgres = PostgresSink::with_pool(
+        callers_pool(pg.url()),
+        PostgresSinkConfig::for_table("own_pool"),
+    )
+    .unwrap();
+    let mut config = RedshiftSinkConfig::for_table("own_pool_rs");
+    config.dialect = Dialect::PostgresStandIn;
+    let redshift = RedshiftSink::with_pool(callers_pool(pg.url()), config).unwrap();
+    let c = connect(pg.url()).await.unwrap();
+    for (table, sink) in [
+        ("own_pool", &postgres as &dyn Sink),
+        ("own_pool_rs", &redshift as &dyn Sink),
+    ] {
+        sink.open().await.unwrap();
+        let first = sink.consume(&sample_batch("t", 0, 0..=99)).await.unwrap();
+        let replay = sink.consume(&sample_batch("t", 0, 0..=99)).await.unwrap();
+        assert_eq!(
+            (first.written, replay.already_present),
+            (100, 100),
+            "{table}"
+        );
+        let rows: i64 = c
+            .query_one(&format!("SELECT count(*) FROM public.{table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        println!("{table}: {rows} rows through the caller's pool");
+        assert_eq!(rows, 100, "{table}");
+    }
+}
+
+#[test]
+fn a_url_beside_the_callers_pool_is_refused_and_an_empty_one_without_it() {
+    // Building a pool connects to nothing: no server is needed to see the refusals.
+    let pool = callers_pool("postgres://app:hunter2@db.internal:5432/app");
+    let msg = fatal_message(
+        PostgresSink::with_pool(
+            pool.clone(),
+            PostgresSinkConfig::new("postgres://app:hunter2@db.internal:5432/app", "orders"),
+        )
+        .map(|_| ()),
+    );
+    println!("{msg}");
+    assert!(
+        msg.contains("PostgresSinkConfig::for_table(table)") && msg.contains("db.internal"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("hunter2"),
+        "the password is not repeated: {msg}"
+    );
+    let msg = fatal_message(
+        RedshiftSink::with_pool(
+            pool,
+            RedshiftSinkConfig::new("postgres://app@cluster:5439/dev", "orders"),
+        )
+        .map(|_| ()),
+    );
+    assert!(
+        msg.contains("RedshiftSinkConfig::for_table(table)"),
+        "{msg}"
+    );
+    let msg = fatal_message(PostgresSink::new(PostgresSinkConfig::for_table("orders")).map(|_| ()));
+    println!("{msg}");
+    assert!(
+        msg.contains("connection.url is empty") && msg.contains("with_pool"),
+        "{msg}"
+    );
+    let msg = fatal_message(RedshiftSink::new(RedshiftSinkConfig::for_table("orders")).map(|_| ()));
+    assert!(msg.contains("connection.url is empty"), "{msg}");
+}

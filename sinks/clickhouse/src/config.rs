@@ -52,6 +52,12 @@ impl ClickHouseSinkConfig {
         }
     }
 
+    /// The same defaults without a URL or credentials, for
+    /// [`crate::ClickHouseSink::with_client`]: the client knows the server.
+    pub fn for_table(database: impl Into<String>, table: impl Into<String>) -> Self {
+        Self::new("", database, table)
+    }
+
     /// `` `db`.`table` ``.
     pub(crate) fn qualified(&self) -> String {
         format!("{}.{}", ident(&self.database), ident(&self.table))

@@ -41,6 +41,9 @@ mod config;
 mod sink;
 mod tsv;
 
+/// The client crate the sink is built on, so a caller's own client has the same version.
+pub use clickhouse;
+
 pub use config::ClickHouseSinkConfig;
 pub use sink::ClickHouseSink;
 pub use tsv::{escape, unescape_field};

@@ -134,6 +134,12 @@ impl ClickHouseSink {
     /// (it needs `RowBinaryWithNamesAndTypes`, which servers before 22.x lack; the sink checks
     /// the table's columns itself at `open`).
     pub fn new(config: ClickHouseSinkConfig) -> Result<Self, SinkError> {
+        if config.url.trim().is_empty() {
+            return Err(SinkError::fatal(
+                "url is empty: name the HTTP interface (http(s)://host:8123), or pass a \
+                 clickhouse::Client of your own with ClickHouseSink::with_client",
+            ));
+        }
         if !config.url.starts_with("http://") && !config.url.starts_with("https://") {
             return Err(SinkError::fatal(format!(
                 "url {:?} must be the HTTP interface: http(s)://host:8123",
@@ -146,13 +152,37 @@ impl ClickHouseSink {
         if let Some((user, password)) = &config.credentials {
             client = client.with_user(user).with_password(password.expose());
         }
-        Ok(Self::with_client(client, config))
+        Ok(Self::build(client, config))
     }
 
-    /// Uses a client the caller already has (its URL, credentials, compression and settings);
-    /// the configuration's `url` and `credentials` are then not used. Validation is turned off
-    /// on the sink's copy, for the same reason as in [`ClickHouseSink::new`].
-    pub fn with_client(client: clickhouse::Client, config: ClickHouseSinkConfig) -> Self {
+    /// Uses a client the caller already has (its URL, credentials, compression and settings),
+    /// built with the [`clickhouse`](crate::clickhouse) crate this one re-exports. The
+    /// configuration comes from [`ClickHouseSinkConfig::for_table`]: a URL or credentials in it
+    /// would not be used, and are refused. Validation is turned off on the sink's copy, for
+    /// the same reason as in [`ClickHouseSink::new`].
+    pub fn with_client(
+        client: clickhouse::Client,
+        config: ClickHouseSinkConfig,
+    ) -> Result<Self, SinkError> {
+        let instead = "ClickHouseSinkConfig::for_table(database, table)";
+        pico_sink::refuse_unused_setting(
+            "url",
+            &config.url,
+            "ClickHouseSink::with_client",
+            instead,
+        )?;
+        if let Some((user, _)) = &config.credentials {
+            pico_sink::refuse_unused_setting(
+                "credentials, for the user",
+                user,
+                "ClickHouseSink::with_client",
+                instead,
+            )?;
+        }
+        Ok(Self::build(client, config))
+    }
+
+    fn build(client: clickhouse::Client, config: ClickHouseSinkConfig) -> Self {
         Self {
             config,
             client: client.with_validation(false),

@@ -49,6 +49,10 @@ mod config;
 mod held;
 mod sink;
 
+/// The Delta library the sink is built on (and its `logstore::object_store`), so a caller's own
+/// object store has the version the sink takes.
+pub use deltalake;
+
 pub use config::DeltaSinkConfig;
 pub use sink::{DeltaSink, app_id};
 

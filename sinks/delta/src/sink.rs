@@ -1,5 +1,6 @@
 //! [`DeltaSink`].
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
@@ -7,7 +8,7 @@ use deltalake::kernel::Action;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::table::state::DeltaTableState;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
-use deltalake::{DeltaTable, DeltaTableError};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError, ObjectStore};
 use pico_sink::identity::Scope;
 use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
 use tokio::sync::{Mutex, MutexGuard};
@@ -31,6 +32,8 @@ pub fn app_id(scope: &Scope, topic: &str, partition: u32) -> String {
 pub struct DeltaSink {
     config: DeltaSinkConfig,
     table: Mutex<Option<HeldTable>>,
+    /// The caller's object store holding the table ([`DeltaSink::with_object_store`]).
+    store: Option<Arc<dyn ObjectStore>>,
     /// Commits by this instance since its last checkpoint succeeded (see [`DeltaSink::checkpoint_due`]).
     since_checkpoint: AtomicU32,
 }
@@ -119,8 +122,31 @@ impl DeltaSink {
         Self {
             config,
             table: Mutex::new(None),
+            store: None,
             since_checkpoint: AtomicU32::new(0),
         }
+    }
+
+    /// A sink writing through an object store the caller already has (its credentials,
+    /// retries, client options), from the [`deltalake`](crate::deltalake) this crate re-exports
+    /// (`deltalake::logstore::object_store`). `location` is the table's URL in that store; the
+    /// configuration's `storage_options` would not be used, and are refused.
+    pub fn with_object_store(
+        store: Arc<dyn ObjectStore>,
+        config: DeltaSinkConfig,
+    ) -> Result<Self, SinkError> {
+        if let Some(key) = config.storage_options.keys().next() {
+            pico_sink::refuse_unused_setting(
+                "storage_options, with the key",
+                key,
+                "DeltaSink::with_object_store",
+                "DeltaSinkConfig::new(location) and no storage_options",
+            )?;
+        }
+        Ok(Self {
+            store: Some(store),
+            ..Self::new(config)
+        })
     }
 
     /// Appends every record of `batch` in one plain commit with no watermark read and no `txn`
@@ -185,17 +211,28 @@ impl DeltaSink {
         }
     }
 
+    /// The table at the configured location, through the caller's object store or one built
+    /// from `storage_options`; loaded, or with no state when there is no table yet.
+    async fn open_table(&self) -> Result<DeltaTable, SinkError> {
+        let url = table_url(&self.config.location)?;
+        let builder =
+            DeltaTableBuilder::from_url(url.clone()).map_err(|e| error(e, "opening the table"))?;
+        let builder = match &self.store {
+            Some(store) => builder.with_storage_backend(store.clone(), url),
+            None => builder.with_storage_options(self.config.storage_options.clone()),
+        };
+        let mut table = builder.build().map_err(|e| error(e, "opening the table"))?;
+        match table.load().await {
+            Ok(()) | Err(DeltaTableError::NotATable(_)) => Ok(table),
+            Err(e) => Err(error(e, "opening the table")),
+        }
+    }
+
     /// The loaded table, under the sink's lock (loaded or created on first use).
     async fn table(&self) -> Result<MutexGuard<'_, Option<HeldTable>>, SinkError> {
         let mut slot = self.table.lock().await;
         if slot.is_none() {
-            let url = table_url(&self.config.location)?;
-            let table = DeltaTable::try_from_url_with_storage_options(
-                url,
-                self.config.storage_options.clone(),
-            )
-            .await
-            .map_err(|e| error(e, "opening the table"))?;
+            let table = self.open_table().await?;
             let table = if table.version().is_some() {
                 table
             } else if self.config.create_if_missing {
@@ -210,12 +247,7 @@ impl DeltaSink {
                 match created {
                     Ok(t) => t,
                     // Another writer created it meanwhile.
-                    Err(_) => DeltaTable::try_from_url_with_storage_options(
-                        table_url(&self.config.location)?,
-                        self.config.storage_options.clone(),
-                    )
-                    .await
-                    .map_err(|e| error(e, "opening the table"))?,
+                    Err(_) => self.open_table().await?,
                 }
             } else {
                 return Err(SinkError::fatal(format!(
@@ -653,6 +685,45 @@ mod tests {
             on_disk - referenced,
             1,
             "the crashed attempt's file is the only orphan"
+        );
+    }
+
+    /// A table in the caller's own object store (in memory here): commits and replays go
+    /// through it, a second instance on the same store sees the watermark, and storage options
+    /// beside a store are refused.
+    #[tokio::test]
+    async fn a_sink_on_the_callers_object_store_writes_once_and_answers_replays() {
+        use deltalake::logstore::object_store::{ObjectStore, memory::InMemory};
+        let store: std::sync::Arc<dyn ObjectStore> = std::sync::Arc::new(InMemory::new());
+        let config = DeltaSinkConfig::new("memory:///orders");
+        let sink = DeltaSink::with_object_store(store.clone(), config.clone()).unwrap();
+        sink.open().await.unwrap();
+        assert_eq!(sink.consume(&batch(0, 99)).await.unwrap().written, 100);
+        let again = DeltaSink::with_object_store(store.clone(), config.clone()).unwrap();
+        let replay = again.consume(&batch(0, 99)).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 100));
+        let mut guard = again.table().await.unwrap();
+        let held = loaded(&mut guard).unwrap();
+        let rows: usize = held
+            .table
+            .snapshot()
+            .unwrap()
+            .log_data()
+            .into_iter()
+            .map(|f| f.num_records().unwrap())
+            .sum();
+        println!("rows in the caller's store: {rows}");
+        assert_eq!(rows, 100);
+        let mut with_options = config;
+        with_options
+            .storage_options
+            .insert("AWS_ACCESS_KEY_ID".into(), "AKIA...".into());
+        let e = DeltaSink::with_object_store(store, with_options)
+            .err()
+            .unwrap();
+        assert!(
+            e.is_fatal() && e.to_string().contains("AWS_ACCESS_KEY_ID"),
+            "{e}"
         );
     }
 

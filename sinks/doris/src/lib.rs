@@ -35,6 +35,9 @@ mod load;
 mod sink;
 mod sql;
 
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
+
 pub use config::DorisSinkConfig;
 pub use sink::DorisSink;
 

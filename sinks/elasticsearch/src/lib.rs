@@ -32,6 +32,9 @@ mod bulk;
 mod config;
 mod sink;
 
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
+
 pub use config::{ElasticsearchSinkConfig, IndexMode, Refresh};
 pub use sink::ElasticsearchSink;
 

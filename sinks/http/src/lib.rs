@@ -12,7 +12,7 @@
 //!   identity there (`pico_id` in every element), which the endpoint can dedupe on.
 //! * **Too-large or malformed batches** (413, 400): the batch is split in halves, each half with
 //!   its own deterministic key, down to single records; a single record still refused is
-//!   reported as [`SinkError::Rejected`] with its offset and the endpoint's reason.
+//!   reported in [`pico_sink::Outcome::rejected`] with its offset and the endpoint's reason.
 //!
 //! Status mapping: 2xx success; 409 (same key in flight), 408, 429, 5xx → `Retryable`
 //! (honouring `Retry-After`); 422 (key reused with another payload) → `Fatal` naming the key;
@@ -36,6 +36,9 @@ mod config;
 mod request;
 mod response;
 mod sink;
+
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
 
 pub use config::{BodyFormat, HttpSinkConfig};
 pub use sink::HttpSink;

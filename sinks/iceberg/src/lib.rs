@@ -49,6 +49,10 @@ mod sink;
 mod sql_catalog;
 mod watermark;
 
+/// The Iceberg library the sink is built on, so a caller's own catalog has the version the
+/// sink takes ([`IcebergSink::with_catalog`]).
+pub use iceberg;
+
 pub use config::IcebergSinkConfig;
 pub use iceberg::{Catalog, TableIdent};
 pub use readback::{StoredRow, TableContents, read_table, table_stats};

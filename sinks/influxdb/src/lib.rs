@@ -39,6 +39,9 @@ mod probe;
 mod seal;
 mod sink;
 
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
+
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};
 pub use line::{DIGEST_FIELD, OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
 pub use seal::{SEAL_COUNT, SEAL_DIGEST, SEAL_FIELDS, SEAL_FIRST};

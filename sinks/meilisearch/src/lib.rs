@@ -37,6 +37,9 @@ mod config;
 mod sink;
 mod task;
 
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
+
 pub use config::MeilisearchSinkConfig;
 pub use sink::MeilisearchSink;
 

@@ -54,4 +54,10 @@ impl MongoSinkConfig {
             max_statements: 1000,
         }
     }
+
+    /// The same defaults without a connection string, for [`crate::MongoSink::with_client`]:
+    /// the client knows the deployment.
+    pub fn for_collection(database: impl Into<String>, collection: impl Into<String>) -> Self {
+        Self::new("", database, collection)
+    }
 }

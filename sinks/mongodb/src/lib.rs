@@ -26,6 +26,9 @@ mod bson_convert;
 mod config;
 mod sink;
 
+/// The driver the sink is built on, so a caller's own client has the same version.
+pub use mongodb;
+
 pub use config::MongoSinkConfig;
 pub use sink::MongoSink;
 

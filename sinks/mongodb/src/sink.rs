@@ -59,18 +59,32 @@ impl MongoSink {
         }
     }
 
-    /// A sink on an existing client (its pool is shared; `uri` is then not used).
-    pub fn with_client(client: &Client, config: MongoSinkConfig) -> Self {
+    /// A sink on a client the caller already has (its pool is shared), built with the
+    /// [`mongodb`](crate::mongodb) crate this one re-exports. The configuration comes from
+    /// [`MongoSinkConfig::for_collection`]: a `uri` in it would not be used, and is refused.
+    pub fn with_client(client: &Client, config: MongoSinkConfig) -> Result<Self, SinkError> {
+        pico_sink::refuse_unused_setting(
+            "uri",
+            &config.uri,
+            "MongoSink::with_client",
+            "MongoSinkConfig::for_collection(database, collection)",
+        )?;
         let db = client.database(&config.database);
-        Self {
+        Ok(Self {
             config,
             db: OnceCell::new_with(Some(db)),
-        }
+        })
     }
 
     async fn database(&self) -> Result<&Database, SinkError> {
         self.db
             .get_or_try_init(|| async {
+                if self.config.uri.trim().is_empty() {
+                    return Err(SinkError::fatal(
+                        "uri is empty: name the deployment (mongodb://host:27017), or pass a \
+                         mongodb::Client of your own with MongoSink::with_client",
+                    ));
+                }
                 let client = Client::with_uri_str(&self.config.uri).await.map_err(|e| {
                     match e.kind.as_ref() {
                         ErrorKind::InvalidArgument { .. } => SinkError::fatal(format!(
@@ -252,6 +266,38 @@ mod tests {
     use super::*;
     use pico_sink::Record;
     use pico_sink::identity::RecordId;
+
+    /// The driver builds a client without connecting: the refusals need no server.
+    #[tokio::test]
+    async fn a_uri_beside_the_callers_client_is_refused_and_an_empty_one_without_it() {
+        let client = Client::with_uri_str("mongodb://127.0.0.1:1").await.unwrap();
+        let e = MongoSink::with_client(
+            &client,
+            MongoSinkConfig::new("mongodb://app:hunter2@db:27017", "db", "c"),
+        )
+        .err()
+        .unwrap();
+        let text = e.to_string();
+        println!("{text}");
+        assert!(e.is_fatal(), "{text}");
+        assert!(
+            text.contains("MongoSinkConfig::for_collection(database, collection)")
+                && !text.contains("hunter2"),
+            "{text}"
+        );
+        assert!(
+            MongoSink::with_client(&client, MongoSinkConfig::for_collection("db", "c")).is_ok()
+        );
+        let e = MongoSink::new(MongoSinkConfig::for_collection("db", "c"))
+            .database()
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            e.is_fatal() && e.to_string().contains("uri is empty"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn statements_and_answers() {

@@ -66,6 +66,12 @@ mod millis {
 /// Builds the pool; a URL that does not parse is `Fatal` naming what is wrong. No connection is
 /// made until first use.
 pub fn connect_pool(config: &ConnectionConfig) -> Result<Pool, pico_sink::SinkError> {
+    if config.url.trim().is_empty() {
+        return Err(pico_sink::SinkError::fatal(
+            "connection.url is empty: name the server (postgres://user:password@host:port/database), \
+             or build the sink on a pool of your own with with_pool",
+        ));
+    }
     let mut pg: tokio_postgres::Config = config.url.parse().map_err(|e| {
         pico_sink::SinkError::fatal(format!(
             "url is not a PostgreSQL connection string ({e}): use postgres://user:password@host:port/database"

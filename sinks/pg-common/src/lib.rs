@@ -9,6 +9,11 @@ mod mapping;
 mod record;
 mod replay;
 
+/// The pool crate the sinks are built on, so a caller builds its pool with the same version.
+pub use deadpool_postgres;
+/// The client crate under the pool, for its `Config`, TLS connectors and error types.
+pub use tokio_postgres;
+
 pub use classify::{Failure, classify};
 pub use connect::{Checkout, ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};

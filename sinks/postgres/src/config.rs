@@ -67,4 +67,10 @@ impl PostgresSinkConfig {
             copy_threshold: 1000,
         }
     }
+
+    /// The same defaults without a connection URL, for [`crate::PostgresSink::with_pool`]: the
+    /// pool knows the server.
+    pub fn for_table(table: impl Into<String>) -> Self {
+        Self::new("", table)
+    }
 }

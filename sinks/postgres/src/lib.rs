@@ -26,7 +26,7 @@
 //!   PRIMARY KEY (pico_topic, pico_partition, pico_offset));
 //! ```
 //!
-//! Bad input is reported per record as [`pico_sink::SinkError::Rejected`] while the rest of the
+//! Bad input is reported per record in [`pico_sink::Outcome::rejected`] while the rest of the
 //! batch is written: a value that is not JSON (for a `jsonb` column; the server's jsonb input
 //! judges it, the sink checks only UTF-8 and emptiness itself) or holds `\u0000`, a NUL in
 //! the topic or a header name, an offset above `i64::MAX`, a partition above `i32::MAX`, a
@@ -46,7 +46,10 @@ mod write;
 pub use write::RawJsonb;
 
 pub use config::{PostgresSinkConfig, ValueColumn};
-pub use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
+pub use pico_pg_common::{
+    ConflictAction, ConnectionConfig, MappedColumn, Pool, QualifiedTable, deadpool_postgres,
+    tokio_postgres,
+};
 pub use sink::PostgresSink;
 
 /// The README's examples, compiled as doctests.

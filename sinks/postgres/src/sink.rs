@@ -46,18 +46,30 @@ impl PostgresSink {
     pub fn new(config: PostgresSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
         let pool = connect_pool(&config.connection)?;
-        Self::with_pool(pool, config)
+        Ok(Self::build(pool, config))
     }
 
-    /// Uses a pool the caller already has (shared with the rest of the process); the
-    /// configuration's `connection` is then not used. The same checks as [`PostgresSink::new`].
+    /// Writes through a pool the caller already has (shared with the rest of the process), built
+    /// with the [`deadpool_postgres`](crate::deadpool_postgres) this crate re-exports. The
+    /// configuration comes from [`PostgresSinkConfig::for_table`]: a connection URL in it would
+    /// not be used, and is refused. The same checks as [`PostgresSink::new`].
     pub fn with_pool(pool: Pool, config: PostgresSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        Ok(Self {
+        pico_sink::refuse_unused_setting(
+            "connection.url",
+            &config.connection.url,
+            "PostgresSink::with_pool",
+            "PostgresSinkConfig::for_table(table)",
+        )?;
+        Ok(Self::build(pool, config))
+    }
+
+    fn build(pool: Pool, config: PostgresSinkConfig) -> Self {
+        Self {
             config,
             pool,
             table: OnceCell::new(),
-        })
+        }
     }
 
     /// The configuration.

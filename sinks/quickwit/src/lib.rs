@@ -42,6 +42,9 @@ mod config;
 mod requests;
 mod sink;
 
+/// The HTTP client the sink is built on, so a caller's own client has the same version.
+pub use reqwest;
+
 pub use config::{Commit, QuickwitSinkConfig};
 pub use sink::QuickwitSink;
 

@@ -65,4 +65,10 @@ impl RedshiftSinkConfig {
             strategy: UpsertStrategy::Merge,
         }
     }
+
+    /// The same defaults without a connection URL, for [`crate::RedshiftSink::with_pool`]: the
+    /// pool knows the cluster.
+    pub fn for_table(table: impl Into<String>) -> Self {
+        Self::new("", table)
+    }
 }

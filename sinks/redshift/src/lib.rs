@@ -46,7 +46,10 @@ mod sink;
 mod write;
 
 pub use config::{Dialect, RedshiftSinkConfig, UpsertStrategy};
-pub use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
+pub use pico_pg_common::{
+    ConflictAction, ConnectionConfig, MappedColumn, Pool, QualifiedTable, deadpool_postgres,
+    tokio_postgres,
+};
 pub use sink::RedshiftSink;
 
 /// The README's examples, compiled as doctests.

@@ -33,17 +33,30 @@ impl RedshiftSink {
     pub fn new(config: RedshiftSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
         let pool = connect_pool(&config.connection)?;
-        Self::with_pool(pool, config)
+        Ok(Self::build(pool, config))
     }
 
-    /// Uses a pool the caller already has; the configuration's `connection` is then not used.
+    /// Writes through a pool the caller already has, built with the
+    /// [`deadpool_postgres`](crate::deadpool_postgres) this crate re-exports. The configuration
+    /// comes from [`RedshiftSinkConfig::for_table`]: a connection URL in it would not be used,
+    /// and is refused. The same checks as [`RedshiftSink::new`].
     pub fn with_pool(pool: Pool, config: RedshiftSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        Ok(Self {
+        pico_sink::refuse_unused_setting(
+            "connection.url",
+            &config.connection.url,
+            "RedshiftSink::with_pool",
+            "RedshiftSinkConfig::for_table(table)",
+        )?;
+        Ok(Self::build(pool, config))
+    }
+
+    fn build(pool: Pool, config: RedshiftSinkConfig) -> Self {
+        Self {
             config,
             pool,
             table: OnceCell::new(),
-        })
+        }
     }
 
     async fn prepare_table(&self) -> Result<&Table, SinkError> {

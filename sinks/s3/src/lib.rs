@@ -32,6 +32,9 @@ mod config;
 mod errors;
 mod sink;
 
+/// The SDK the sink is built on, so a caller's own client has the same version.
+pub use aws_sdk_s3;
+
 pub use config::{S3SinkConfig, extension};
 pub use sink::S3Sink;
 

@@ -70,14 +70,30 @@ impl S3Sink {
         if let Some(endpoint) = &config.endpoint {
             builder = builder.endpoint_url(endpoint);
         }
-        Ok(Self::with_client(
-            Client::from_conf(builder.build()),
-            config,
-        ))
+        Ok(Self::build(Client::from_conf(builder.build()), config))
     }
 
-    /// Uses a client built elsewhere (e.g. with `aws-config`'s credential chain).
-    pub fn with_client(client: Client, config: S3SinkConfig) -> Self {
+    /// Uses a client built elsewhere (e.g. with `aws-config`'s credential chain), from the
+    /// [`aws_sdk_s3`](crate::aws_sdk_s3) this crate re-exports. Its endpoint, region and
+    /// credentials are the client's: an `endpoint` or `credentials` in the configuration would
+    /// not be used, and are refused (`S3SinkConfig::new(bucket, prefix)` leaves them out).
+    pub fn with_client(client: Client, config: S3SinkConfig) -> Result<Self, SinkError> {
+        let instead = "S3SinkConfig::new(bucket, prefix)";
+        if let Some(endpoint) = &config.endpoint {
+            pico_sink::refuse_unused_setting("endpoint", endpoint, "S3Sink::with_client", instead)?;
+        }
+        if let Some((key, _)) = &config.credentials {
+            pico_sink::refuse_unused_setting(
+                "credentials, for the access key",
+                key,
+                "S3Sink::with_client",
+                instead,
+            )?;
+        }
+        Ok(Self::build(client, config))
+    }
+
+    fn build(client: Client, config: S3SinkConfig) -> Self {
         Self {
             config,
             client,
@@ -294,5 +310,35 @@ impl Sink for S3Sink {
             Scenario::ZombieWriter,
             Description::measured("two writers can both LIST before either PUTs"),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn callers_client() -> Client {
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("eu-west-1"))
+            .build();
+        Client::from_conf(conf)
+    }
+
+    #[test]
+    fn an_endpoint_or_credentials_beside_the_callers_client_are_refused() {
+        assert!(S3Sink::with_client(callers_client(), S3SinkConfig::new("b", "p")).is_ok());
+        let mut config = S3SinkConfig::new("b", "p");
+        config.endpoint = Some("http://minio.internal:9000".into());
+        let e = S3Sink::with_client(callers_client(), config).err().unwrap();
+        println!("{e}");
+        assert!(
+            e.is_fatal() && e.to_string().contains("minio.internal"),
+            "{e}"
+        );
+        let config = S3SinkConfig::new("b", "p").with_credentials("AKIAEXAMPLE", "hunter2");
+        let e = S3Sink::with_client(callers_client(), config).err().unwrap();
+        assert!(e.to_string().contains("AKIAEXAMPLE"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
     }
 }

@@ -17,6 +17,9 @@
 
 mod sink;
 
+/// The client crate the sink is built on, so a caller's own client has the same version.
+pub use surrealdb;
+
 pub use sink::{SurrealSink, SurrealSinkConfig};
 
 /// The README's examples, compiled as doctests.

@@ -42,6 +42,12 @@ impl SurrealSinkConfig {
             scope: Scope::default(),
         }
     }
+
+    /// The same settings without a URL, for [`SurrealSink::with_client`]: the client is
+    /// connected (and signed in) already.
+    pub fn for_table(table: impl Into<String>) -> Self {
+        Self::new("", table)
+    }
 }
 
 /// Upserts batches on `[topic, partition, offset]`; see the crate docs. One instance (one
@@ -93,13 +99,26 @@ impl SurrealSink {
         }
     }
 
-    /// A sink on an existing client (its namespace and database are selected at `open`).
-    pub fn with_client(db: Surreal<Any>, config: SurrealSinkConfig) -> Self {
-        Self {
+    /// A sink on a client the caller already has, connected and signed in, built with the
+    /// [`surrealdb`](crate::surrealdb) crate this one re-exports (its namespace and database are
+    /// selected at `open`). The configuration comes from [`SurrealSinkConfig::for_table`]: a
+    /// URL or credentials in it would not be used, and are refused.
+    pub fn with_client(db: Surreal<Any>, config: SurrealSinkConfig) -> Result<Self, SinkError> {
+        let instead = "SurrealSinkConfig::for_table(table)";
+        pico_sink::refuse_unused_setting("url", &config.url, "SurrealSink::with_client", instead)?;
+        if let Some((user, _)) = &config.credentials {
+            pico_sink::refuse_unused_setting(
+                "credentials, for the user",
+                user,
+                "SurrealSink::with_client",
+                instead,
+            )?;
+        }
+        Ok(Self {
             config,
             given: Some(db),
             db: OnceCell::new(),
-        }
+        })
     }
 
     async fn db(&self) -> Result<&Surreal<Any>, SinkError> {
@@ -110,6 +129,13 @@ impl SurrealSink {
         let db = match &self.given {
             Some(db) => db.clone(),
             None => {
+                if self.config.url.trim().is_empty() {
+                    return Err(SinkError::fatal(
+                        "url is empty: name the server (ws://host:8000, wss://…, or mem:// with \
+                         the feature `embedded`), or pass a client of your own with \
+                         SurrealSink::with_client",
+                    ));
+                }
                 if !cfg!(feature = "embedded") && self.config.url.starts_with("mem://") {
                     return Err(SinkError::fatal(
                         "mem:// needs the embedded engine: enable the feature `embedded` of \
@@ -218,5 +244,42 @@ impl Sink for SurrealSink {
             "UPSERT type::record(table, [topic, partition, offset]) CONTENT …, one transaction per batch",
             Claim::NoVisibleDuplicate,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unconnected client is enough: the refusals come before any request.
+    #[tokio::test]
+    async fn a_url_or_credentials_beside_the_callers_client_are_refused() {
+        let db = Surreal::<Any>::init();
+        let refused = |config: SurrealSinkConfig| {
+            SurrealSink::with_client(db.clone(), config)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let msg = refused(SurrealSinkConfig::new("wss://db.internal:8000", "t"));
+        println!("{msg}");
+        assert!(msg.contains("SurrealSinkConfig::for_table(table)"), "{msg}");
+        let mut config = SurrealSinkConfig::for_table("t");
+        config.credentials = Some(("root".into(), Secret::new("hunter2")));
+        let msg = refused(config);
+        assert!(
+            msg.contains("credentials") && !msg.contains("hunter2"),
+            "{msg}"
+        );
+        assert!(SurrealSink::with_client(db.clone(), SurrealSinkConfig::for_table("t")).is_ok());
+        let e = SurrealSink::new(SurrealSinkConfig::for_table("t"))
+            .open()
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            e.is_fatal() && e.to_string().contains("url is empty"),
+            "{e}"
+        );
     }
 }

@@ -93,7 +93,6 @@ impl Target for SurrealTarget {
         Ok(Box::new(SurrealDestination {
             db,
             container,
-            url,
             info: ServerInfo {
                 name: "SurrealDB".into(),
                 version: if provider == ProviderKind::Embedded {
@@ -110,7 +109,6 @@ struct SurrealDestination {
     db: Surreal<Any>,
     /// The docker provider's container.
     container: Option<Hosted>,
-    url: String,
     info: ServerInfo,
 }
 
@@ -144,9 +142,10 @@ impl Destination for SurrealDestination {
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let config = SurrealSinkConfig::new(self.url.clone(), table(isolation));
+        let config = SurrealSinkConfig::for_table(table(isolation));
+        let sink = SurrealSink::with_client(self.db.clone(), config).map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
-            sink: Arc::new(SurrealSink::with_client(self.db.clone(), config)),
+            sink: Arc::new(sink),
             faults: None,
         })
     }
