@@ -41,23 +41,18 @@ pub fn soak_window(commits: usize) -> usize {
 
 /// Every soak of the report: delta, delta-s3, iceberg and iceberg-s3, `commits` each, with
 /// latency windows of `window` commits.
+/// Each S3 soak has a server of its own, so that what one soak left (a delta-s3 table of 10 000
+/// commits holds gigabytes) neither fills the next one's server nor slows it.
 pub async fn soaks(commits: usize, window: usize) -> Result<Vec<SoakRow>, String> {
-    let server = first_available(S3Server::provide).await?;
-    server.ensure_bucket(BUCKET).await?;
     let mut rows = Vec::new();
     for format in [Lakehouse::Delta, Lakehouse::Iceberg] {
-        for store in [Store::Local, Store::S3(&server)] {
-            let row = soak(format, store, commits, window).await?;
-            tracing::info!(
-                sink = %row.sink,
-                growth = row.growth(),
-                total_s = row.wall_s,
-                "soak done"
-            );
-            rows.push(row);
-        }
+        rows.push(soak(format, Store::Local, commits, window).await?);
+        let server = first_available(S3Server::provide).await?;
+        server.ensure_bucket(BUCKET).await?;
+        let row = soak(format, Store::S3(&server), commits, window).await;
+        server.stop().await?;
+        rows.push(row?);
     }
-    server.stop().await?;
     Ok(rows)
 }
 
@@ -116,7 +111,7 @@ pub async fn soak(
             .filter(|k| k.contains("/_delta_log/") && k.ends_with(".json"))
             .count() as u64,
     };
-    Ok(SoakRow {
+    let row = SoakRow {
         sink: label.into(),
         store: on,
         commits: commits as u64,
@@ -131,7 +126,9 @@ pub async fn soak(
         data_bytes: usage.data_bytes,
         metadata_files: usage.metadata_files,
         metadata_bytes: usage.metadata_bytes,
-    })
+    };
+    tracing::info!(sink = %row.sink, growth = row.growth(), total_s = row.wall_s, "soak done");
+    Ok(row)
 }
 
 /// Times a sink waits before handing a batch that failed with a `Retryable` error again, as a

@@ -37,6 +37,15 @@ enum Keep {
     Native(Box<Weed>),
 }
 
+/// Size of one SeaweedFS volume, in MB, and how many volumes the server may create (as they
+/// fill; they are not preallocated): together the most the server can hold, deleted objects
+/// included until a vacuum. A server whose volumes are all full answers every PUT with HTTP 500
+/// `InternalError` (measured: 2 volumes of 4 MB took 10 of 30 PUTs of 1 MB, then 20 × 500).
+/// That is how the 10 000-commit iceberg-s3 soak failed at commit 7 299 on 64 × 64 MB (4 GB)
+/// beside delta-s3's table; 512 volumes bound it at 32 GB.
+const WEED_VOLUME_MB: u32 = 64;
+const WEED_VOLUMES: u32 = 512;
+
 /// A SeaweedFS process and what to clean up after it.
 struct Weed {
     child: Tracked,
@@ -131,10 +140,12 @@ impl S3Server {
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
             .arg(format!("-master.port={mp}"))
             .arg(format!("-master.port.grpc={mg}"))
-            .args(["-master.volumeSizeLimitMB=64", "-master.telemetry=false"])
+            .arg(format!("-master.volumeSizeLimitMB={WEED_VOLUME_MB}"))
+            .arg("-master.telemetry=false")
             .arg(format!("-volume.port={vp}"))
             .arg(format!("-volume.port.grpc={vg}"))
-            .args(["-volume.max=64", "-volume.preStopSeconds=0", "-filer"])
+            .arg(format!("-volume.max={WEED_VOLUMES}"))
+            .args(["-volume.preStopSeconds=0", "-filer"])
             .arg(format!("-filer.port={fp}"))
             .arg(format!("-filer.port.grpc={fg}"))
             .arg(format!(
