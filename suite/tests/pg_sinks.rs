@@ -402,3 +402,156 @@ fn a_url_beside_the_callers_pool_is_refused_and_an_empty_one_without_it() {
     let msg = fatal_message(RedshiftSink::new(RedshiftSinkConfig::for_table("orders")).map(|_| ()));
     assert!(msg.contains("connection.url is empty"), "{msg}");
 }
+
+#[tokio::test]
+async fn connection_errors_name_the_server_and_a_tls_mismatch_is_fatal() {
+    // A port nothing listens on: retryable (the server may come up), named with host and port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://app:hunter2@127.0.0.1:{port}/orders");
+    let e = PostgresSink::new(PostgresSinkConfig::new(&url, "t"))
+        .unwrap()
+        .open()
+        .await
+        .err()
+        .unwrap();
+    let chain = pico_sink::error_chain(&e);
+    println!("closed port: {chain}");
+    assert!(e.is_retryable(), "{e}");
+    assert!(
+        e.to_string().contains(&format!("127.0.0.1:{port}/orders")),
+        "{e}"
+    );
+    assert!(!chain.contains("hunter2"), "{chain}");
+    assert_eq!(chain.matches("os error 111").count(), 1, "{chain}");
+
+    // A host name that does not exist: no retry makes it resolve.
+    let url = "postgres://app:hunter2@no-such-host.invalid:5432/orders";
+    let e = PostgresSink::new(PostgresSinkConfig::new(url, "t"))
+        .unwrap()
+        .open()
+        .await
+        .err()
+        .unwrap();
+    println!("unknown host: {e}");
+    if e.to_string()
+        .contains("Temporary failure in name resolution")
+    {
+        // No resolver answered: the name may yet resolve, so Retryable is right here.
+        eprintln!("SKIPPED the unknown-host verdict — no DNS resolver answers on this machine");
+    } else {
+        assert!(e.is_fatal(), "{e}");
+        assert!(
+            e.to_string().contains("no-such-host.invalid:5432/orders"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("check the host"), "{e}");
+    }
+
+    let Some(pg) = server().await else { return };
+    let sep = if pg.url().contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}sslmode=require", pg.url());
+    let e = PostgresSink::new(PostgresSinkConfig::new(&url, "t"))
+        .unwrap()
+        .open()
+        .await
+        .err()
+        .unwrap();
+    println!("TLS required: {e}");
+    assert!(e.is_fatal(), "a server without TLS never heals: {e}");
+    assert!(e.to_string().contains("sslmode=prefer"), "{e}");
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_a_table_or_not_the_sinks_shape_is_named_for_what_it_is() {
+    let Some(pg) = server().await else { return };
+    let url = pg.url().to_owned();
+    let c = connect(&url).await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE other_shape (id int PRIMARY KEY, value bytea); \
+         CREATE VIEW a_view AS SELECT 1 AS one; \
+         CREATE SEQUENCE a_sequence",
+    )
+    .await
+    .unwrap();
+    let open = |table: &str| {
+        let sink = PostgresSink::new(PostgresSinkConfig::new(&url, table));
+        async move { sink.unwrap().open().await }
+    };
+    let msg = fatal_message(open("a_view").await);
+    println!("view: {msg}");
+    assert!(msg.contains("is a view, not a table"), "{msg}");
+    let msg = fatal_message(open("a_sequence").await);
+    println!("sequence: {msg}");
+    assert!(msg.contains("is a sequence, not a table"), "{msg}");
+    let msg = fatal_message(open("other_shape").await);
+    println!("other shape: {msg}");
+    assert!(msg.contains("exists with another shape"), "{msg}");
+    assert!(
+        msg.contains(r#"ALTER TABLE "public"."other_shape" ADD COLUMN "pico_topic" text;"#),
+        "{msg}"
+    );
+    assert!(msg.contains(r#"set value_column = "bytea""#), "{msg}");
+    let msg = fatal_message(open("pg_class").await);
+    println!("catalog name: {msg}");
+    assert!(msg.contains("pg_catalog.pg_class"), "{msg}");
+    let exists: bool = c
+        .query_one("SELECT to_regclass('public.pg_class') IS NOT NULL", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!exists, "the refused name was created anyway");
+
+    let rs = RedshiftSink::new(RedshiftSinkConfig::new(&url, "a_view")).unwrap();
+    let msg = fatal_message(rs.open().await);
+    assert!(msg.contains("is a view, not a table"), "{msg}");
+    let rs = RedshiftSink::new(RedshiftSinkConfig::new(&url, "other_shape")).unwrap();
+    let msg = fatal_message(rs.open().await);
+    println!("redshift other shape: {msg}");
+    assert!(msg.contains(r#"ADD COLUMN "pico_topic""#), "{msg}");
+    pg.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dotted_name_is_a_schema_and_a_table_or_refused_with_the_form() {
+    let msg = fatal_message(
+        PostgresSink::new(PostgresSinkConfig::new(
+            "postgres://db/x",
+            "my.schema.orders",
+        ))
+        .map(|_| ()),
+    );
+    println!("{msg}");
+    assert!(msg.contains("schema.table"), "{msg}");
+    let msg = fatal_message(
+        RedshiftSink::new(RedshiftSinkConfig::new(
+            "postgres://db/x",
+            "my.schema.orders",
+        ))
+        .map(|_| ()),
+    );
+    assert!(msg.contains("schema.table"), "{msg}");
+
+    let Some(pg) = server().await else { return };
+    let sink = PostgresSink::new(PostgresSinkConfig::new(pg.url(), "sales.orders")).unwrap();
+    sink.open().await.unwrap();
+    let out = sink
+        .consume(&records(&[(0, "{}"), (1, "{}")]))
+        .await
+        .unwrap();
+    assert_eq!(out.written, 2);
+    let c = connect(pg.url()).await.unwrap();
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM sales.orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        rows, 2,
+        "the rows are in the table orders of the schema sales"
+    );
+    pg.stop().await.unwrap();
+}

@@ -18,6 +18,8 @@ use crate::tsv::escape;
 pub struct ClickHouseSink {
     config: ClickHouseSinkConfig,
     client: clickhouse::Client,
+    /// The server, as errors name it (scheme, host and port of the url).
+    at: String,
     server: OnceCell<Server>,
 }
 
@@ -121,7 +123,14 @@ fn classify(e: clickhouse::error::Error, what: &str) -> Failed {
             false,
             SinkError::fatal(format!("{detail} — check the url and settings")),
         ),
-        _ => (false, SinkError::retryable(detail)),
+        // No answer: the client's own text hides the reason in its sources.
+        _ => {
+            let reason = format!("{what}: {}", pico_sink::error_chain(&e));
+            match pico_sink::unhealable_connect_failure(&reason) {
+                Some(advice) => (false, SinkError::fatal(format!("{reason} — {advice}"))),
+                None => (false, SinkError::retryable(reason)),
+            }
+        }
     };
     Failed {
         data,
@@ -152,7 +161,8 @@ impl ClickHouseSink {
         if let Some((user, password)) = &config.credentials {
             client = client.with_user(user).with_password(password.expose());
         }
-        Ok(Self::build(client, config))
+        let at = pico_sink::url_origin(&config.url);
+        Ok(Self::build(client, at, config))
     }
 
     /// Uses a client the caller already has (its URL, credentials, compression and settings),
@@ -179,15 +189,22 @@ impl ClickHouseSink {
                 instead,
             )?;
         }
-        Ok(Self::build(client, config))
+        let at = "the server of the client given to with_client".to_owned();
+        Ok(Self::build(client, at, config))
     }
 
-    fn build(client: clickhouse::Client, config: ClickHouseSinkConfig) -> Self {
+    fn build(client: clickhouse::Client, at: String, config: ClickHouseSinkConfig) -> Self {
         Self {
             config,
             client: client.with_validation(false),
+            at,
             server: OnceCell::new(),
         }
+    }
+
+    /// A client error onto the contract, naming the request and the server.
+    fn classify(&self, e: clickhouse::error::Error, what: &str) -> Failed {
+        classify(e, &format!("{what} at {}", self.at))
     }
 
     /// The server version, once opened.
@@ -218,7 +235,7 @@ impl ClickHouseSink {
             .query(sql)
             .execute()
             .await
-            .map_err(|e| classify(e, &what).error)
+            .map_err(|e| self.classify(e, &what).error)
     }
 
     async fn prepare(&self) -> Result<&Server, SinkError> {
@@ -234,7 +251,7 @@ impl ClickHouseSink {
             .query("SELECT version()")
             .fetch_one()
             .await
-            .map_err(|e| classify(e, "SELECT version()").error)?;
+            .map_err(|e| self.classify(e, "SELECT version()").error)?;
         let tokens = major_minor(&version) >= (22, 2);
         let table = self.config.qualified();
         if self.config.create_if_missing {
@@ -271,7 +288,7 @@ impl ClickHouseSink {
             .bind(self.config.table.as_str())
             .fetch_all()
             .await
-            .map_err(|e| classify(e, "reading the table's columns").error)?;
+            .map_err(|e| self.classify(e, "reading the table's columns").error)?;
         let missing: Vec<&str> = COLUMNS
             .iter()
             .copied()
@@ -301,7 +318,7 @@ impl ClickHouseSink {
             .bind(partition)
             .fetch_one()
             .await
-            .map_err(|e| classify(e, "reading the watermark").error)?;
+            .map_err(|e| self.classify(e, "reading the watermark").error)?;
         Ok((mark.rows > 0).then_some(mark.max))
     }
 
@@ -345,7 +362,7 @@ impl ClickHouseSink {
             .client
             .insert_unescaped::<Stored<'_>>(&table)
             .await
-            .map_err(|e| classify(e, "INSERT"))?;
+            .map_err(|e| self.classify(e, "INSERT"))?;
         if let Some(token) = token {
             insert = insert.with_setting("insert_deduplication_token", token);
         }
@@ -362,9 +379,9 @@ impl ClickHouseSink {
                     ts: r.timestamp_ms,
                 })
                 .await
-                .map_err(|e| classify(e, "INSERT"))?;
+                .map_err(|e| self.classify(e, "INSERT"))?;
         }
-        insert.end().await.map_err(|e| classify(e, "INSERT"))
+        insert.end().await.map_err(|e| self.classify(e, "INSERT"))
     }
 
     /// One block with mapped columns, as TabSeparated (their types are the table's, known only
@@ -421,8 +438,8 @@ impl ClickHouseSink {
         insert
             .send(out.into())
             .await
-            .map_err(|e| classify(e, "INSERT"))?;
-        insert.end().await.map_err(|e| classify(e, "INSERT"))
+            .map_err(|e| self.classify(e, "INSERT"))?;
+        insert.end().await.map_err(|e| self.classify(e, "INSERT"))
     }
 }
 

@@ -213,14 +213,14 @@ pub fn convert_records<'a, T>(
 }
 
 /// An error with its chain of sources, for messages (client errors often hide the useful part,
-/// such as "connection refused", in a source). A source whose text the message already ends
-/// with is not repeated.
+/// such as "connection refused", in a source). A source whose text the message already holds
+/// is not repeated (clients often quote their source in their own text).
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
         let text = s.to_string();
-        if !out.ends_with(&text) {
+        if !out.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);
         }
@@ -250,6 +250,18 @@ mod tests {
             "retryable: sending the batch: connection refused"
         );
         assert_eq!(e.message(), "sending the batch");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("error connecting to server: {0} (and then some)")]
+    struct Quoting(#[source] Refused);
+
+    #[test]
+    fn a_source_quoted_anywhere_in_the_text_is_not_repeated() {
+        let e = SinkError::retryable("connecting to db:5432/x").with_source(Quoting(Refused));
+        let chain = error_chain(&e);
+        assert_eq!(chain.matches("connection refused").count(), 1, "{chain}");
+        assert!(chain.ends_with("(and then some)"), "{chain}");
     }
 
     #[test]

@@ -22,6 +22,7 @@
 
 mod batch;
 mod claim;
+mod connect_failure;
 mod document;
 mod driver;
 mod envelope;
@@ -36,6 +37,7 @@ mod sink;
 
 pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
+pub use connect_failure::unhealable_connect_failure;
 pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 pub use envelope::{Envelope, EnvelopeError, EnvelopeHeader, Payload};
@@ -46,7 +48,7 @@ pub use own_client::refuse_unused_setting;
 pub use pico_identity as identity;
 pub use policy::CommitPolicy;
 pub use record::{Header, Record};
-pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url};
+pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url, url_origin};
 pub use sink::{Outcome, Sink, WriteReport};
 
 /// The README's examples, compiled as doctests.

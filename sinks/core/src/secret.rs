@@ -141,6 +141,18 @@ where
         .collect()
 }
 
+/// `scheme://host:port` of a URL, for naming a server in messages: no user, password, path
+/// or query, so nothing secret. A text without `://` is returned redacted ([`redact_url`]).
+pub fn url_origin(url: &str) -> String {
+    let redacted = redact_url(url);
+    let Some((scheme, rest)) = redacted.split_once("://") else {
+        return redacted.into_owned();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    format!("{scheme}://{host}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +207,15 @@ mod tests {
             !text.contains("s3cr3t") && !text.contains("tok\"") && !text.contains("\"k\""),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_origin_names_the_server_and_nothing_secret() {
+        assert_eq!(
+            url_origin("https://key:secret@store.internal:9000/base?token=x"),
+            "https://store.internal:9000"
+        );
+        assert_eq!(url_origin("http://127.0.0.1:8333"), "http://127.0.0.1:8333");
+        assert_eq!(url_origin("store:9000"), "store:9000");
     }
 }

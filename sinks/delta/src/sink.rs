@@ -501,7 +501,14 @@ mod tests {
     /// Rows the table references (a fresh load of it, from the numRecords of every live file)
     /// and its live files.
     async fn live_rows(path: &std::path::Path) -> (usize, usize) {
-        let sink = DeltaSink::new(DeltaSinkConfig::new(path.display().to_string()));
+        live_rows_of(&DeltaSink::new(DeltaSinkConfig::new(
+            path.display().to_string(),
+        )))
+        .await
+    }
+
+    /// [`live_rows`] of the table `sink` loads.
+    async fn live_rows_of(sink: &DeltaSink) -> (usize, usize) {
         let mut guard = sink.table().await.unwrap();
         let held = loaded(&mut guard).unwrap();
         let files: Vec<_> = held
@@ -702,16 +709,7 @@ mod tests {
         let again = DeltaSink::with_object_store(store.clone(), config.clone()).unwrap();
         let replay = again.consume(&batch(0, 99)).await.unwrap();
         assert_eq!((replay.written, replay.already_present), (0, 100));
-        let mut guard = again.table().await.unwrap();
-        let held = loaded(&mut guard).unwrap();
-        let rows: usize = held
-            .table
-            .snapshot()
-            .unwrap()
-            .log_data()
-            .into_iter()
-            .map(|f| f.num_records().unwrap())
-            .sum();
+        let (rows, _) = live_rows_of(&again).await;
         println!("rows in the caller's store: {rows}");
         assert_eq!(rows, 100);
         let mut with_options = config;

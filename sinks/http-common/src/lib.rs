@@ -8,5 +8,5 @@ mod reply;
 mod settings;
 
 pub use client::HttpClient;
-pub use reply::{Reply, exchange, retry_after, snippet};
+pub use reply::{Reply, exchange, retry_after, send_failure, snippet};
 pub use settings::{HttpSettings, base_url, header_map, redacted_headers};

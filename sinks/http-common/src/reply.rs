@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use pico_sink::{SinkError, error_chain};
+use pico_sink::{SinkError, error_chain, unhealable_connect_failure};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
@@ -21,9 +21,7 @@ pub struct Reply {
 /// `Retryable`: the destination may or may not have acted, and every pico sink makes the same
 /// request safe to repeat. `what` names the request in messages (`POST /idx/_bulk`).
 pub async fn exchange(request: reqwest::RequestBuilder, what: &str) -> Result<Reply, SinkError> {
-    let response = request.send().await.map_err(|e| {
-        SinkError::retryable(format!("{what} failed: {}", error_chain(&e))).with_source(e)
-    })?;
+    let response = request.send().await.map_err(|e| send_failure(e, what))?;
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.map_err(|e| {
@@ -39,6 +37,25 @@ pub async fn exchange(request: reqwest::RequestBuilder, what: &str) -> Result<Re
         headers,
         body: String::from_utf8_lossy(&bytes).into_owned(),
     })
+}
+
+/// A request (`what` names it) that got no answer, in the sink contract: the server it went to
+/// (scheme, host and port: never a password or a query) and the client's reason. A host name
+/// that does not resolve and a TLS mismatch are `Fatal` with what to change, as no retry heals
+/// them; anything else is `Retryable` (the server may be starting, or the network may heal).
+pub fn send_failure(e: reqwest::Error, what: &str) -> SinkError {
+    let server = e
+        .url()
+        .map(|u| format!(" at {}", u.origin().ascii_serialization()))
+        .unwrap_or_default();
+    let e = e.without_url();
+    let reason = error_chain(&e);
+    match unhealable_connect_failure(&reason) {
+        Some(advice) => {
+            SinkError::fatal(format!("{what} failed{server}: {reason} — {advice}")).with_source(e)
+        }
+        None => SinkError::retryable(format!("{what} failed{server}: {reason}")).with_source(e),
+    }
 }
 
 impl Reply {

@@ -1,7 +1,7 @@
 //! [`HttpSink`].
 
 use async_trait::async_trait;
-use pico_http_common::{HttpSettings, base_url, header_map};
+use pico_http_common::{HttpSettings, base_url, header_map, send_failure};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
     error_chain,
@@ -60,14 +60,11 @@ impl HttpSink {
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, self.config.format.content_type())
             .header("idempotency-key", &key);
-        let response = request.body(body).send().await.map_err(|e| {
-            SinkError::retryable(format!(
-                "POST {} failed: {}",
-                self.config.url,
-                error_chain(&e)
-            ))
-            .with_source(e)
-        })?;
+        let response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| send_failure(e, &format!("POST of batch {}", batch.id())))?;
         let status = response.status();
         let headers = response.headers().clone();
         // A response cut off here may follow a commit on the endpoint: retryable, and the

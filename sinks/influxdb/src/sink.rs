@@ -1,6 +1,7 @@
 //! [`InfluxSink`].
 
 use async_trait::async_trait;
+use pico_http_common::send_failure;
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, Record, Scenario, Sink, SinkError,
     WriteReport, convert_records,
@@ -205,9 +206,7 @@ impl InfluxSink {
             .body(body)
             .send()
             .await
-            .map_err(|e| {
-                SinkError::retryable(format!("POST {}: {e}", self.write_url)).with_source(e)
-            })?;
+            .map_err(|e| send_failure(e, &format!("POST {}", self.write_url.path())))?;
         let status = response.status();
         let text = response
             .text()
@@ -250,7 +249,7 @@ impl InfluxSink {
             .authorize(self.client.post(url))
             .send()
             .await
-            .map_err(|e| SinkError::retryable("CREATE DATABASE").with_source(e))?;
+            .map_err(|e| send_failure(e, "CREATE DATABASE"))?;
         if response.status().is_success() {
             Ok(())
         } else if response.status().is_server_error() {

@@ -45,7 +45,10 @@ fn classify(e: &mongodb::error::Error, what: &str) -> SinkError {
         ErrorKind::Command(c) if matches!(c.code, 13 | 18 | 8000) => SinkError::fatal(format!(
             "{message} — the user needs readWrite on the database"
         )),
-        _ => SinkError::retryable(message),
+        _ => match pico_sink::unhealable_connect_failure(&message) {
+            Some(advice) => SinkError::fatal(format!("{message} — {advice}")),
+            None => SinkError::retryable(message),
+        },
     };
     error.with_source(e.clone())
 }

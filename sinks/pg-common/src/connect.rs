@@ -138,6 +138,50 @@ fn make_manager(
     ))
 }
 
+/// The pool a sink writes through and its server as errors name it: one the sink built from
+/// its configuration, or the caller's own.
+#[derive(Clone)]
+pub struct Connections {
+    pool: Pool,
+    target: String,
+}
+
+impl Connections {
+    /// A pool of `connection.pool_size` for the configured URL (no connection yet), its server
+    /// named `host:port/database`.
+    pub fn from_config(connection: &ConnectionConfig) -> Result<Self, pico_sink::SinkError> {
+        Ok(Self {
+            pool: connect_pool(connection)?,
+            target: target(&connection.url),
+        })
+    }
+
+    /// The caller's pool. A URL in `connection` would not be used and is refused (`built_with`
+    /// names the sink's constructor, `instead` the configuration constructor without a URL).
+    pub fn given(
+        pool: Pool,
+        connection: &ConnectionConfig,
+        built_with: &str,
+        instead: &str,
+    ) -> Result<Self, pico_sink::SinkError> {
+        pico_sink::refuse_unused_setting("connection.url", &connection.url, built_with, instead)?;
+        Ok(Self {
+            pool,
+            target: format!("the server of the pool given to {built_with}"),
+        })
+    }
+
+    /// A connection for one batch.
+    pub async fn checkout(&self) -> Result<Checkout, pico_sink::SinkError> {
+        Checkout::get(&self.pool, &self.target).await
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
 /// A pooled connection for one batch. If the work using it ends any other way than
 /// [`Checkout::release`] (an error, or the `consume` future dropped halfway, with a transaction
 /// or a COPY open), the connection is taken out of the pool and closed, so the server rolls the
@@ -147,9 +191,9 @@ pub struct Checkout {
 }
 
 impl Checkout {
-    /// A connection from `pool`.
-    pub async fn get(pool: &Pool) -> Result<Self, pico_sink::SinkError> {
-        let object = pool.get().await.map_err(pool_error)?;
+    /// A connection from `pool`; `target` names its server in errors ([`target`]).
+    pub async fn get(pool: &Pool, target: &str) -> Result<Self, pico_sink::SinkError> {
+        let object = pool.get().await.map_err(|e| pool_error(e, target))?;
         Ok(Self {
             object: Some(object),
         })
@@ -190,18 +234,113 @@ impl Drop for Checkout {
     }
 }
 
-/// A failure to get a pooled connection, in the sink contract.
-pub fn pool_error(e: PoolError) -> pico_sink::SinkError {
-    match e {
-        PoolError::Backend(e) => crate::classify::classify(e, "connecting").into_sink_error(),
-        other => pico_sink::SinkError::retryable(format!("getting a connection: {other}"))
-            .with_source(other),
+/// The server a connection URL names, for errors: `host:port/database` (every host of a
+/// multi-host URL; no user or password), or a placeholder when the URL does not parse.
+pub fn target(url: &str) -> String {
+    let Ok(pg) = url.parse::<tokio_postgres::Config>() else {
+        return "the server of connection.url".to_owned();
+    };
+    let ports = pg.get_ports();
+    let hosts: Vec<String> = pg
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                tokio_postgres::config::Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(dir) => format!("{}:{port}", dir.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        format!("localhost:{}", ports.first().copied().unwrap_or(5432))
+    } else {
+        hosts.join(",")
+    };
+    match pg.get_dbname() {
+        Some(db) => format!("{hosts}/{db}"),
+        None => hosts,
     }
+}
+
+/// A failure to get a pooled connection to `target`, in the sink contract. A TLS mismatch and
+/// a host name that does not exist are `Fatal` (no retry heals them), with what to change;
+/// everything else is classified as any statement error.
+pub fn pool_error(e: PoolError, target: &str) -> pico_sink::SinkError {
+    let what = format!("connecting to {target}");
+    match e {
+        PoolError::Backend(e) => {
+            let text = pico_sink::error_chain(&e);
+            if let Some(advice) = unhealable_connect_failure(&text) {
+                return pico_sink::SinkError::fatal(format!("{what}: {text} — {advice}"))
+                    .with_source(e);
+            }
+            crate::classify::classify(e, &what).into_sink_error()
+        }
+        other => pico_sink::SinkError::retryable(format!("{what}: {other}")).with_source(other),
+    }
+}
+
+/// What to change for a connection failure no retry can heal, judged from its text: the
+/// PostgreSQL refusal of TLS, then what any client meets ([`pico_sink::unhealable_connect_failure`]).
+fn unhealable_connect_failure(text: &str) -> Option<&'static str> {
+    if text.contains("server does not support TLS") {
+        return Some(
+            "the server does not accept TLS and the url requires it: use sslmode=prefer or \
+             sslmode=disable, or turn on ssl in the server",
+        );
+    }
+    pico_sink::unhealable_connect_failure(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_names_hosts_ports_and_database_without_credentials() {
+        assert_eq!(
+            target("postgres://app:hunter2@db.internal:5433/orders"),
+            "db.internal:5433/orders"
+        );
+        assert_eq!(
+            target("host=a,b port=5432,5433 dbname=x user=u"),
+            "a:5432,b:5433/x"
+        );
+        assert_eq!(target("postgres://db/x"), "db:5432/x");
+        assert_eq!(
+            target("not a url at all ://"),
+            "the server of connection.url"
+        );
+    }
+
+    #[test]
+    fn a_tls_mismatch_and_an_unknown_host_are_told_apart_from_transient_failures() {
+        assert!(
+            unhealable_connect_failure(
+                "error performing TLS handshake: server does not support TLS"
+            )
+            .is_some_and(|a| a.contains("sslmode=prefer"))
+        );
+        assert!(
+            unhealable_connect_failure(
+                "error connecting to server: failed to lookup address information: Name or service not known"
+            )
+            .is_some_and(|a| a.contains("host"))
+        );
+        assert!(unhealable_connect_failure(
+            "error connecting to server: failed to lookup address information: Temporary failure in name resolution"
+        )
+        .is_none());
+        assert!(
+            unhealable_connect_failure(
+                "error connecting to server: Connection refused (os error 111)"
+            )
+            .is_none()
+        );
+    }
 
     #[test]
     fn debug_redacts_the_password() {

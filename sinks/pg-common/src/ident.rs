@@ -31,6 +31,38 @@ impl QualifiedTable {
             table: table.into(),
         }
     }
+
+    /// A table named as a configuration names it: `orders` is `public.orders`, `sales.orders`
+    /// is the table `orders` in the schema `sales`. Any other name with a dot is kept whole as
+    /// the table's name, which [`QualifiedTable::check`] then refuses.
+    pub fn parse(name: &str) -> Self {
+        match name.split_once('.') {
+            Some((schema, table))
+                if !schema.is_empty() && !table.is_empty() && !table.contains('.') =>
+            {
+                Self::new(schema, table)
+            }
+            _ => Self::new("public", name),
+        }
+    }
+
+    /// Refuses a table or schema name the sink would take literally against the user's intent:
+    /// one that holds a dot (`my.schema.orders` would otherwise become a table of that name).
+    pub fn check(&self) -> Result<(), pico_sink::SinkError> {
+        if self.table.contains('.') || self.schema.contains('.') {
+            return Err(pico_sink::SinkError::fatal(format!(
+                "table {self} has a dot inside a name: a configured name is `table` or \
+                 `schema.table`; name one schema and one table (QualifiedTable::new(schema, \
+                 table) in code), without dots in either"
+            )));
+        }
+        if self.table.is_empty() || self.schema.is_empty() {
+            return Err(pico_sink::SinkError::fatal(format!(
+                "table {self} has an empty schema or table name: name the table the sink writes"
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for QualifiedTable {
@@ -48,6 +80,29 @@ impl fmt::Display for QualifiedTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_configured_name_is_a_table_or_a_schema_and_a_table() {
+        assert_eq!(
+            QualifiedTable::parse("orders"),
+            QualifiedTable::new("public", "orders")
+        );
+        assert_eq!(
+            QualifiedTable::parse("sales.orders"),
+            QualifiedTable::new("sales", "orders")
+        );
+        for odd in ["my.schema.orders", ".orders", "sales.", ""] {
+            let e = QualifiedTable::parse(odd).check().expect_err(odd);
+            assert!(e.is_fatal(), "{odd}: {e}");
+            println!("{odd:?}: {e}");
+        }
+        assert!(
+            QualifiedTable::parse("my.schema.orders")
+                .check()
+                .is_err_and(|e| e.to_string().contains("schema.table"))
+        );
+        assert!(QualifiedTable::parse("sales.orders").check().is_ok());
+    }
 
     #[test]
     fn quoting_survives_hostile_names() {

@@ -7,6 +7,7 @@ mod connect;
 mod ident;
 mod mapping;
 mod record;
+mod relation;
 mod replay;
 
 /// The pool crate the sinks are built on, so a caller builds its pool with the same version.
@@ -15,9 +16,12 @@ pub use deadpool_postgres;
 pub use tokio_postgres;
 
 pub use classify::{Failure, classify};
-pub use connect::{Checkout, ConnectionConfig, Pool, PoolError, connect_pool, pool_error};
+pub use connect::{
+    Checkout, ConnectionConfig, Connections, Pool, PoolError, connect_pool, pool_error, target,
+};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
 pub use mapping::{ConflictAction, extract_mapped};
 pub use pico_sink::MappedColumn;
 pub use record::{CommonFields, common_fields, json_has_nul};
+pub use relation::{NameUse, RelationKind};
 pub use replay::{Probe, batch_sum, judge as judge_probe, probe_batch, probe_sql, record_digest};

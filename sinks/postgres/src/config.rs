@@ -53,11 +53,12 @@ pub struct PostgresSinkConfig {
 }
 
 impl PostgresSinkConfig {
-    /// Defaults: `public.<table>`, create if missing, update on conflict, jsonb values.
+    /// `table` is `orders` (in `public`) or `schema.orders`. Defaults: create if missing, update
+    /// on conflict, jsonb values.
     pub fn new(url: impl Into<String>, table: impl Into<String>) -> Self {
         Self {
             connection: ConnectionConfig::new(url),
-            table: QualifiedTable::new("public", table),
+            table: QualifiedTable::parse(&table.into()),
             create_if_missing: true,
             conflict: ConflictAction::Update,
             value_column: ValueColumn::Jsonb,

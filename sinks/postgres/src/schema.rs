@@ -1,25 +1,42 @@
 //! Creating the table, and checking an existing one has the shape the sink writes.
 
-use pico_pg_common::{Failure, classify, quote_ident, quote_literal};
+use pico_pg_common::{Failure, NameUse, classify, quote_ident, quote_literal};
 use pico_sink::SinkError;
 use tokio_postgres::Client;
 
 use crate::config::PostgresSinkConfig;
 
-fn expected_columns(config: &PostgresSinkConfig) -> Vec<(&str, Option<&str>)> {
+/// A column the sink writes: its name, the `udt_name` an existing table must give it (none for
+/// mapped columns, whose type is the user's), and its type in `CREATE`/`ALTER TABLE`.
+struct Expected<'a> {
+    name: &'a str,
+    udt: Option<&'a str>,
+    ddl: &'a str,
+}
+
+fn expected_columns(config: &PostgresSinkConfig) -> Vec<Expected<'_>> {
+    let fixed = |name, udt| Expected {
+        name,
+        udt: Some(udt),
+        ddl: udt,
+    };
     let mut cols = vec![
-        ("pico_topic", Some("text")),
-        ("pico_partition", Some("int4")),
-        ("pico_offset", Some("int8")),
-        ("key", Some("bytea")),
-        ("headers", Some("jsonb")),
-        ("ts", Some("timestamptz")),
+        fixed("pico_topic", "text"),
+        fixed("pico_partition", "int4"),
+        fixed("pico_offset", "int8"),
+        fixed("key", "bytea"),
+        fixed("headers", "jsonb"),
+        fixed("ts", "timestamptz"),
     ];
     if config.keep_value {
-        cols.push(("value", Some(config.value_column.sql_type())));
+        cols.push(fixed("value", config.value_column.sql_type()));
     }
     for m in &config.mapped_columns {
-        cols.push((m.column.as_str(), None));
+        cols.push(Expected {
+            name: m.column.as_str(),
+            udt: None,
+            ddl: m.sql_type.as_str(),
+        });
     }
     cols
 }
@@ -68,6 +85,57 @@ async fn existing_columns(
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
+/// `Fatal` when an existing table lacks a column the sink writes or gives one another type,
+/// with the statements that add the missing ones and, for a value column of another type, the
+/// setting that matches it.
+fn shape_problems(
+    config: &PostgresSinkConfig,
+    existing: &[(String, String)],
+) -> Result<(), SinkError> {
+    let t = &config.table;
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    for col in expected_columns(config) {
+        match existing.iter().find(|(n, _)| n == col.name) {
+            None => {
+                problems.push(format!("column {} is missing", col.name));
+                fixes.push(format!(
+                    "ALTER TABLE {t} ADD COLUMN {} {};",
+                    quote_ident(col.name),
+                    col.ddl
+                ));
+            }
+            Some((_, actual)) => {
+                if let Some(udt) = col.udt.filter(|u| u != actual) {
+                    problems.push(format!(
+                        "column {} is {actual}, the sink writes {udt}",
+                        col.name
+                    ));
+                    let setting = match actual.as_str() {
+                        "jsonb" => Some("Jsonb"),
+                        "bytea" => Some("Bytea"),
+                        _ => None,
+                    };
+                    if let (true, Some(variant)) = (col.name == "value", setting) {
+                        fixes.push(format!(
+                            "set value_column = \"{actual}\" (ValueColumn::{variant}) to write the table's value column as it is;"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    fixes.push("or name a table of the sink's own, which it creates".into());
+    Err(SinkError::fatal(format!(
+        "table {t} exists with another shape than the sink writes: {}. To change: {}",
+        problems.join("; "),
+        fixes.join(" ")
+    )))
+}
+
 /// Creates the table if allowed and missing; checks columns and the unique key otherwise.
 /// Returns whether the table has the `pico_digest` column (tables created by earlier versions
 /// lack it: they work, without the replay fast path).
@@ -75,6 +143,9 @@ pub(crate) async fn ensure_table(
     client: &Client,
     config: &PostgresSinkConfig,
 ) -> Result<bool, SinkError> {
+    NameUse::of(client, &config.table)
+        .await?
+        .check(&config.table)?;
     let mut existing = existing_columns(client, config).await?;
     if existing.is_empty() {
         if !config.create_if_missing {
@@ -99,24 +170,7 @@ pub(crate) async fn ensure_table(
             existing = existing_columns(client, config).await?;
         }
     }
-    let mut problems = Vec::new();
-    for (name, udt) in expected_columns(config) {
-        match existing.iter().find(|(n, _)| n == name) {
-            None => problems.push(format!("column {name} is missing")),
-            Some((_, actual)) => {
-                if let Some(udt) = udt.filter(|u| u != actual) {
-                    problems.push(format!("column {name} is {actual}, the sink writes {udt}"));
-                }
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Err(SinkError::fatal(format!(
-            "table {} does not have the shape the sink writes: {} — alter the table or the sink's configuration",
-            config.table,
-            problems.join("; ")
-        )));
-    }
+    shape_problems(config, &existing)?;
     let unique: i64 = client
         .query_one(
             &format!(

@@ -1,7 +1,7 @@
 //! [`PostgresSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Checkout, Pool, Probe, connect_pool, probe_batch, probe_sql};
+use pico_pg_common::{Connections, Pool, Probe, probe_batch, probe_sql};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -18,7 +18,7 @@ use crate::write::{Statements, write_rows};
 /// size. Build it on the process's own pool with [`PostgresSink::with_pool`].
 pub struct PostgresSink {
     config: PostgresSinkConfig,
-    pool: Pool,
+    connections: Connections,
     table: OnceCell<Table>,
 }
 
@@ -45,8 +45,8 @@ impl PostgresSink {
     /// Checks the configuration and builds a pool of `connection.pool_size` (no connection yet).
     pub fn new(config: PostgresSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        let pool = connect_pool(&config.connection)?;
-        Ok(Self::build(pool, config))
+        let connections = Connections::from_config(&config.connection)?;
+        Ok(Self::build(connections, config))
     }
 
     /// Writes through a pool the caller already has (shared with the rest of the process), built
@@ -55,19 +55,19 @@ impl PostgresSink {
     /// not be used, and is refused. The same checks as [`PostgresSink::new`].
     pub fn with_pool(pool: Pool, config: PostgresSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        pico_sink::refuse_unused_setting(
-            "connection.url",
-            &config.connection.url,
+        let connections = Connections::given(
+            pool,
+            &config.connection,
             "PostgresSink::with_pool",
             "PostgresSinkConfig::for_table(table)",
         )?;
-        Ok(Self::build(pool, config))
+        Ok(Self::build(connections, config))
     }
 
-    fn build(pool: Pool, config: PostgresSinkConfig) -> Self {
+    fn build(connections: Connections, config: PostgresSinkConfig) -> Self {
         Self {
             config,
-            pool,
+            connections,
             table: OnceCell::new(),
         }
     }
@@ -79,13 +79,13 @@ impl PostgresSink {
 
     /// The pool the sink writes through.
     pub fn pool(&self) -> &Pool {
-        &self.pool
+        self.connections.pool()
     }
 
     async fn prepare_table(&self) -> Result<&Table, SinkError> {
         self.table
             .get_or_try_init(|| async {
-                let client = Checkout::get(&self.pool).await?;
+                let client = self.connections.checkout().await?;
                 let digest = ensure_table(&client, &self.config).await?;
                 client.release();
                 if !digest {
@@ -102,6 +102,7 @@ impl PostgresSink {
 }
 
 fn check(config: &PostgresSinkConfig) -> Result<(), SinkError> {
+    config.table.check()?;
     if !config.keep_value && config.mapped_columns.is_empty() {
         return Err(SinkError::fatal(
             "keep_value is false and no mapped_columns are set: the sink would store no payload",
@@ -128,7 +129,7 @@ impl Sink for PostgresSink {
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let table = self.prepare_table().await?;
-        let mut client = Checkout::get(&self.pool).await?;
+        let mut client = self.connections.checkout().await?;
         let probe = if table.digest {
             probe_batch(&client, &table.probe, &self.config.scope, batch).await?
         } else {
@@ -162,7 +163,7 @@ impl Sink for PostgresSink {
     }
 
     async fn close(&self) -> Result<(), SinkError> {
-        self.pool.close();
+        self.connections.pool().close();
         Ok(())
     }
 

@@ -51,11 +51,12 @@ pub struct RedshiftSinkConfig {
 }
 
 impl RedshiftSinkConfig {
-    /// Defaults: `public.<table>`, create if missing, update on conflict, MERGE, Redshift DDL.
+    /// `table` is `orders` (in `public`) or `schema.orders`. Defaults: create if missing, update
+    /// on conflict, MERGE, Redshift DDL.
     pub fn new(url: impl Into<String>, table: impl Into<String>) -> Self {
         Self {
             connection: ConnectionConfig::new(url),
-            table: QualifiedTable::new("public", table),
+            table: QualifiedTable::parse(&table.into()),
             create_if_missing: true,
             conflict: ConflictAction::Update,
             keep_value: true,

@@ -1,6 +1,6 @@
 //! Creating the table, and checking an existing one has the columns the sink writes.
 
-use pico_pg_common::{classify, quote_ident};
+use pico_pg_common::{NameUse, classify, quote_ident};
 use pico_sink::SinkError;
 use tokio_postgres::Client;
 
@@ -78,6 +78,9 @@ pub(crate) async fn ensure_table(
     client: &Client,
     config: &RedshiftSinkConfig,
 ) -> Result<bool, SinkError> {
+    NameUse::of(client, &config.table)
+        .await?
+        .check(&config.table)?;
     let mut have = existing(client, config).await?;
     if have.is_empty() {
         if !config.create_if_missing {
@@ -97,18 +100,24 @@ pub(crate) async fn ensure_table(
             return Err(classify(e, "creating the table").into_sink_error());
         }
     }
-    let missing: Vec<String> = columns(config, false)
+    let missing: Vec<(String, String)> = columns(config, false)
         .into_iter()
-        .map(|(n, _)| n)
-        .filter(|n| !have.contains(n))
+        .filter(|(n, _)| !have.contains(n))
         .collect();
     if missing.is_empty() {
         Ok(have.iter().any(|n| n == "pico_digest"))
     } else {
+        let t = &config.table;
+        let names: Vec<&str> = missing.iter().map(|(n, _)| n.as_str()).collect();
+        let alters: Vec<String> = missing
+            .iter()
+            .map(|(n, ty)| format!("ALTER TABLE {t} ADD COLUMN {} {ty};", quote_ident(n)))
+            .collect();
         Err(SinkError::fatal(format!(
-            "table {} lacks the columns {}: add them or point the sink at a table of the documented shape",
-            config.table,
-            missing.join(", ")
+            "table {t} exists without columns the sink writes ({}): add them ({}) or name a \
+             table of the sink's own, which it creates",
+            names.join(", "),
+            alters.join(" ")
         )))
     }
 }

@@ -1,7 +1,7 @@
 //! [`RedshiftSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Checkout, Pool, Probe, connect_pool, probe_batch, probe_sql};
+use pico_pg_common::{Connections, Pool, Probe, probe_batch, probe_sql};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -16,7 +16,7 @@ use crate::write::{Statements, write_rows};
 /// serialises the merges themselves).
 pub struct RedshiftSink {
     config: RedshiftSinkConfig,
-    pool: Pool,
+    connections: Connections,
     table: OnceCell<Table>,
 }
 
@@ -32,8 +32,8 @@ impl RedshiftSink {
     /// Checks the configuration and builds a pool of `connection.pool_size` (no connection yet).
     pub fn new(config: RedshiftSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        let pool = connect_pool(&config.connection)?;
-        Ok(Self::build(pool, config))
+        let connections = Connections::from_config(&config.connection)?;
+        Ok(Self::build(connections, config))
     }
 
     /// Writes through a pool the caller already has, built with the
@@ -42,19 +42,19 @@ impl RedshiftSink {
     /// and is refused. The same checks as [`RedshiftSink::new`].
     pub fn with_pool(pool: Pool, config: RedshiftSinkConfig) -> Result<Self, SinkError> {
         check(&config)?;
-        pico_sink::refuse_unused_setting(
-            "connection.url",
-            &config.connection.url,
+        let connections = Connections::given(
+            pool,
+            &config.connection,
             "RedshiftSink::with_pool",
             "RedshiftSinkConfig::for_table(table)",
         )?;
-        Ok(Self::build(pool, config))
+        Ok(Self::build(connections, config))
     }
 
-    fn build(pool: Pool, config: RedshiftSinkConfig) -> Self {
+    fn build(connections: Connections, config: RedshiftSinkConfig) -> Self {
         Self {
             config,
-            pool,
+            connections,
             table: OnceCell::new(),
         }
     }
@@ -62,7 +62,7 @@ impl RedshiftSink {
     async fn prepare_table(&self) -> Result<&Table, SinkError> {
         self.table
             .get_or_try_init(|| async {
-                let client = Checkout::get(&self.pool).await?;
+                let client = self.connections.checkout().await?;
                 let digest = ensure_table(&client, &self.config).await?;
                 client.release();
                 Ok(Table {
@@ -76,6 +76,7 @@ impl RedshiftSink {
 }
 
 fn check(config: &RedshiftSinkConfig) -> Result<(), SinkError> {
+    config.table.check()?;
     if !config.keep_value && config.mapped_columns.is_empty() {
         return Err(SinkError::fatal(
             "keep_value is false and no mapped_columns are set: the sink would store no payload",
@@ -92,7 +93,7 @@ impl Sink for RedshiftSink {
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let table = self.prepare_table().await?;
-        let mut client = Checkout::get(&self.pool).await?;
+        let mut client = self.connections.checkout().await?;
         if table.digest
             && probe_batch(&client, &table.probe, &self.config.scope, batch).await?
                 == Probe::Identical
@@ -117,7 +118,7 @@ impl Sink for RedshiftSink {
     }
 
     async fn close(&self) -> Result<(), SinkError> {
-        self.pool.close();
+        self.connections.pool().close();
         Ok(())
     }
 

@@ -47,10 +47,14 @@ pub(crate) fn classify<
         (Some(s), _) if (400..500).contains(&s) => S3Failure::Other(SinkError::fatal(format!(
             "{detail}: the store refused the request"
         ))),
-        // No HTTP answer: connection, timeout, dispatch.
-        _ => S3Failure::Other(SinkError::retryable(format!(
-            "{what}: {}",
-            pico_sink::error_chain(e)
-        ))),
+        // No HTTP answer: connection, timeout, dispatch; an unknown host or a TLS mismatch
+        // never heals.
+        _ => {
+            let reason = pico_sink::error_chain(e);
+            S3Failure::Other(match pico_sink::unhealable_connect_failure(&reason) {
+                Some(advice) => SinkError::fatal(format!("{what}: {reason} — {advice}")),
+                None => SinkError::retryable(format!("{what}: {reason}")),
+            })
+        }
     }
 }

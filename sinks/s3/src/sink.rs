@@ -39,6 +39,9 @@ impl Watermark {
 pub struct S3Sink {
     config: S3SinkConfig,
     client: Client,
+    /// The store, as errors name it: the endpoint's scheme, host and port, or what stands for
+    /// it when the client is the caller's.
+    server: String,
     marks: Mutex<HashMap<(String, u32), Watermark>>,
 }
 
@@ -70,7 +73,15 @@ impl S3Sink {
         if let Some(endpoint) = &config.endpoint {
             builder = builder.endpoint_url(endpoint);
         }
-        Ok(Self::build(Client::from_conf(builder.build()), config))
+        let server = match &config.endpoint {
+            Some(endpoint) => pico_sink::url_origin(endpoint),
+            None => format!("AWS S3 in {}", config.region),
+        };
+        Ok(Self::build(
+            Client::from_conf(builder.build()),
+            server,
+            config,
+        ))
     }
 
     /// Uses a client built elsewhere (e.g. with `aws-config`'s credential chain), from the
@@ -90,13 +101,23 @@ impl S3Sink {
                 instead,
             )?;
         }
-        Ok(Self::build(client, config))
+        let server = "the endpoint of the client given to with_client".to_owned();
+        Ok(Self::build(client, server, config))
     }
 
-    fn build(client: Client, config: S3SinkConfig) -> Self {
+    /// A request named for messages, with the bucket and the store it went to.
+    fn what(&self, request: &str) -> String {
+        format!(
+            "{request} (bucket {} at {})",
+            self.config.bucket, self.server
+        )
+    }
+
+    fn build(client: Client, server: String, config: S3SinkConfig) -> Self {
         Self {
             config,
             client,
+            server,
             marks: Mutex::new(HashMap::new()),
         }
     }
@@ -151,7 +172,7 @@ impl S3Sink {
                 Ok(p) => p,
                 Err(e) => {
                     let status = e.raw_response().map(|r| r.status().as_u16());
-                    return Err(match classify(&e, status, "LIST") {
+                    return Err(match classify(&e, status, &self.what("LIST")) {
                         S3Failure::NoSuchBucket => SinkError::fatal(format!(
                             "bucket {} does not exist: create it or set create_bucket",
                             self.config.bucket
@@ -221,7 +242,7 @@ impl Sink for S3Sink {
                     Ok(())
                 } else {
                     let status = e.raw_response().map(|r| r.status().as_u16());
-                    Err(match classify(&e, status, "CreateBucket") {
+                    Err(match classify(&e, status, &self.what("CreateBucket")) {
                         S3Failure::Other(err) => err,
                         _ => SinkError::retryable(format!("CreateBucket: {code}")),
                     })
@@ -264,7 +285,7 @@ impl Sink for S3Sink {
             },
             Err(e) => {
                 let status = e.raw_response().map(|r| r.status().as_u16());
-                match classify(&e, status, &format!("PUT {key}")) {
+                match classify(&e, status, &self.what(&format!("PUT {key}"))) {
                     S3Failure::AlreadyExists => WriteReport::already_present(batch.len()),
                     S3Failure::NoSuchBucket => {
                         return Err(SinkError::fatal(format!(

@@ -67,6 +67,9 @@ COMMIT TRANSACTION;";
 
 fn error(e: surrealdb::Error, what: &str) -> SinkError {
     let text = e.to_string();
+    if let Some(advice) = pico_sink::unhealable_connect_failure(&pico_sink::error_chain(&e)) {
+        return SinkError::fatal(format!("{what}: {text} — {advice}")).with_source(e);
+    }
     // Connection problems and aborted optimistic transactions (a concurrent writer) pass;
     // query and permission errors do not.
     let transient = [
