@@ -555,3 +555,120 @@ async fn a_dotted_name_is_a_schema_and_a_table_or_refused_with_the_form() {
     );
     pg.stop().await.unwrap();
 }
+
+/// Offsets 0..=2, then 1 (another payload), 2 (the same) and 3 (new): a topic recreated
+/// under the sink. Per action: what the outcome says and what the table physically holds.
+#[tokio::test]
+async fn a_payload_changed_at_a_held_identity_is_counted_and_the_action_applies() {
+    let Some(pg) = server().await else { return };
+    let first = records(&[(0, r#"{"v":0}"#), (1, r#"{"v":1}"#), (2, r#"{"v":2}"#)]);
+    let reused = records(&[(1, r#"{"v":"one"}"#), (2, r#"{"v":2}"#), (3, r#"{"v":3}"#)]);
+    let c = connect(pg.url()).await.unwrap();
+    let rs = |table: &str, action| {
+        let mut config = RedshiftSinkConfig::new(pg.url(), table);
+        config.dialect = Dialect::PostgresStandIn;
+        config.conflict = action;
+        Box::new(RedshiftSink::new(config).unwrap()) as Box<dyn Sink>
+    };
+    let pg_sink = |table: &str, action| {
+        let mut config = PostgresSinkConfig::new(pg.url(), table);
+        config.conflict = action;
+        Box::new(PostgresSink::new(config).unwrap()) as Box<dyn Sink>
+    };
+    // (table, sink, stored value of offset 1 after, written, already present, rejected)
+    let cases = [
+        (
+            "ch_update",
+            pg_sink("ch_update", ConflictAction::Update),
+            "one",
+            2,
+            1,
+            0,
+        ),
+        (
+            "ch_keep",
+            pg_sink("ch_keep", ConflictAction::Nothing),
+            "1",
+            1,
+            2,
+            0,
+        ),
+        (
+            "ch_reject",
+            pg_sink("ch_reject", ConflictAction::Reject),
+            "1",
+            1,
+            1,
+            1,
+        ),
+        (
+            "rs_ch_update",
+            rs("rs_ch_update", ConflictAction::Update),
+            "one",
+            2,
+            1,
+            0,
+        ),
+        (
+            "rs_ch_reject",
+            rs("rs_ch_reject", ConflictAction::Reject),
+            "1",
+            1,
+            1,
+            1,
+        ),
+    ];
+    for (table, sink, held, written, present, rejected) in cases {
+        sink.open().await.unwrap();
+        assert_eq!(sink.consume(&first).await.unwrap().written, 3, "{table}");
+        let replay = sink.consume(&first).await.unwrap();
+        assert_eq!(
+            (replay.already_present, replay.changed),
+            (3, 0),
+            "{table}: an exact replay changes nothing"
+        );
+        let out = sink.consume(&reused).await.unwrap();
+        println!("{table}: {out:?}");
+        assert_eq!(
+            out.changed, 1,
+            "{table}: offset 1 came back with another payload"
+        );
+        assert_eq!(
+            (out.written, out.already_present, out.rejected.len() as u64),
+            (written, present, rejected),
+            "{table}"
+        );
+        if rejected > 0 {
+            assert_eq!(out.rejected[0].id.offset, 1, "{table}");
+            assert!(
+                out.rejected[0].reason.contains("was the topic recreated"),
+                "{table}"
+            );
+        }
+        let value_sql = if table.starts_with("rs_") {
+            format!("SELECT value::jsonb->>'v' FROM {table} WHERE pico_offset = 1")
+        } else {
+            format!("SELECT value->>'v' FROM {table} WHERE pico_offset = 1")
+        };
+        let stored: String = c.query_one(&value_sql, &[]).await.unwrap().get(0);
+        assert_eq!(stored, held, "{table}: what the table holds at offset 1");
+        let rows: i64 = c
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 4, "{table}: offsets 0..=3, each once");
+    }
+
+    c.batch_execute(
+        "CREATE TABLE legacy (pico_topic text, pico_partition int, pico_offset bigint, \
+         key bytea, value jsonb, headers jsonb, ts timestamptz, \
+         PRIMARY KEY (pico_topic, pico_partition, pico_offset))",
+    )
+    .await
+    .unwrap();
+    let msg = fatal_message(pg_sink("legacy", ConflictAction::Reject).open().await);
+    println!("reject without digests: {msg}");
+    assert!(msg.contains("ADD COLUMN pico_digest bigint"), "{msg}");
+    pg.stop().await.unwrap();
+}

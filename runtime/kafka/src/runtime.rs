@@ -319,7 +319,7 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
         };
         match driver.deliver(&batch, &mut hooks).await {
             Ok(delivered) => {
-                debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, "delivered")
+                debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, changed = delivered.outcome.changed, "delivered")
             }
             Err(e) => {
                 let text = e.to_string();

@@ -51,6 +51,12 @@ pub struct Outcome {
     /// ([`Outcome::dead_letters`] gives them with their records). Nothing else of the batch
     /// was refused.
     pub rejected: Vec<RejectedRecord>,
+    /// Records whose identity the destination already held with *another* payload, where the
+    /// sink can tell cheaply (0 where it cannot: see its README). They are also counted as
+    /// written (overwritten), already present (kept) or rejected, as the sink's configuration
+    /// says. Not a replay: a recreated topic (offsets start again at 0), a second cluster
+    /// without its own namespace, or an upstream that is not deterministic.
+    pub changed: u64,
 }
 
 impl Outcome {
@@ -61,7 +67,14 @@ impl Outcome {
             written: report.written,
             already_present: report.already_present,
             rejected,
+            changed: 0,
         }
+    }
+
+    /// The same outcome, with `changed` records found held with another payload.
+    pub fn with_changed(mut self, changed: u64) -> Self {
+        self.changed = changed;
+        self
     }
 
     /// The counts, without the rejections.

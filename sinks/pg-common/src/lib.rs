@@ -20,8 +20,11 @@ pub use connect::{
     Checkout, ConnectionConfig, Connections, Pool, PoolError, connect_pool, pool_error, target,
 };
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
-pub use mapping::{ConflictAction, extract_mapped};
+pub use mapping::{CHANGED_REASON, ConflictAction, extract_mapped};
 pub use pico_sink::MappedColumn;
 pub use record::{CommonFields, common_fields, json_has_nul};
 pub use relation::{NameUse, RelationKind};
-pub use replay::{Probe, batch_sum, judge as judge_probe, probe_batch, probe_sql, record_digest};
+pub use replay::{
+    Probe, batch_sum, changed_in, changed_records, judge as judge_probe, probe_batch, probe_sql,
+    record_digest, reject_changed, reject_needs_digest, stored_digests_sql,
+};

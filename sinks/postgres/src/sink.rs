@@ -1,7 +1,10 @@
 //! [`PostgresSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Connections, Pool, Probe, probe_batch, probe_sql};
+use pico_pg_common::{
+    ConflictAction, Connections, Pool, Probe, changed_in, probe_batch, probe_sql, reject_changed,
+    reject_needs_digest, stored_digests_sql,
+};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -28,6 +31,8 @@ struct Table {
     /// `pico_digest` exists: replays are answered by one probe.
     digest: bool,
     probe: String,
+    /// Reads the stored digests of a range (tables with `pico_digest`).
+    stored: Option<String>,
 }
 
 /// Columns the sink writes itself; a mapped column may not take one of these names.
@@ -91,10 +96,13 @@ impl PostgresSink {
                 if !digest {
                     tracing::info!(table = %self.config.table, "no pico_digest column: replays are upserted rather than answered by a probe");
                 }
+                reject_needs_digest(self.config.conflict, digest, &self.config.table)?;
+                let name = self.config.table.to_string();
                 Ok(Table {
                     statements: Statements::new(&self.config, digest),
                     digest,
-                    probe: probe_sql(&self.config.table.to_string()),
+                    probe: probe_sql(&name),
+                    stored: digest.then(|| stored_digests_sql(&name)),
                 })
             })
             .await
@@ -140,7 +148,18 @@ impl Sink for PostgresSink {
             debug!(batch = %batch.id(), "the table holds the batch: nothing written");
             return Ok(WriteReport::already_present(batch.len()).into());
         }
-        let (rows, mut rejected) = prepare(&self.config, batch);
+        let (mut rows, mut rejected) = prepare(&self.config, batch);
+        let changed = changed_in(
+            &client,
+            table.stored.as_deref(),
+            &self.config.scope,
+            batch,
+            probe,
+        )
+        .await?;
+        if self.config.conflict == ConflictAction::Reject {
+            rejected.extend(reject_changed(&mut rows, |r| r.index, &changed, batch));
+        }
         let mut report = WriteReport::default();
         if !rows.is_empty() {
             let known_empty = probe == Probe::Empty;
@@ -159,7 +178,7 @@ impl Sink for PostgresSink {
         }
         client.release();
         debug!(batch = %batch.id(), written = report.written, present = report.already_present, rejected = rejected.len(), "batch committed");
-        Ok(Outcome::new(report, rejected))
+        Ok(Outcome::new(report, rejected).with_changed(changed.len() as u64))
     }
 
     async fn close(&self) -> Result<(), SinkError> {
@@ -180,6 +199,9 @@ impl Sink for PostgresSink {
                 match self.config.conflict {
                     pico_pg_common::ConflictAction::Update => "UPDATE (skipping identical rows)",
                     pico_pg_common::ConflictAction::Nothing => "NOTHING",
+                    pico_pg_common::ConflictAction::Reject => {
+                        "NOTHING, rejecting a record held with another payload"
+                    }
                 }
             ),
             Claim::NoVisibleDuplicate,

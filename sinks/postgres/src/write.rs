@@ -134,7 +134,8 @@ impl Statements {
         };
         let payload: Vec<&String> = names.iter().skip(3).collect();
         let conflict = match config.conflict {
-            ConflictAction::Nothing => "DO NOTHING".to_owned(),
+            // Reject: the sink took the changed records out of the batch beforehand.
+            ConflictAction::Nothing | ConflictAction::Reject => "DO NOTHING".to_owned(),
             // Skip no-op updates: a replay rewrites nothing and returns nothing.
             ConflictAction::Update => format!(
                 "DO UPDATE SET ({p}) = ROW({e}) WHERE ({t}) IS DISTINCT FROM ({e})",

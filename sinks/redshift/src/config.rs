@@ -36,7 +36,9 @@ pub struct RedshiftSinkConfig {
     pub table: QualifiedTable,
     /// Create the schema and table at `open` when missing.
     pub create_if_missing: bool,
-    /// On an existing key.
+    /// On an existing key: overwrite, keep, or reject a record whose payload differs from the
+    /// row's (`on_changed` in a configuration file is the same setting).
+    #[serde(alias = "on_changed")]
     pub conflict: ConflictAction,
     /// Keep the whole payload in `value` (false: only the mapped columns).
     pub keep_value: bool,

@@ -1,7 +1,10 @@
 //! [`RedshiftSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{Connections, Pool, Probe, probe_batch, probe_sql};
+use pico_pg_common::{
+    ConflictAction, Connections, Pool, Probe, changed_in, probe_batch, probe_sql, reject_changed,
+    reject_needs_digest, stored_digests_sql,
+};
 use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
 use tokio::sync::OnceCell;
 use tracing::debug;
@@ -26,6 +29,8 @@ struct Table {
     /// `pico_digest` exists: replays are answered by one probe.
     digest: bool,
     probe: String,
+    /// Reads the stored digests of a range (tables with `pico_digest`).
+    stored: Option<String>,
 }
 
 impl RedshiftSink {
@@ -65,10 +70,13 @@ impl RedshiftSink {
                 let client = self.connections.checkout().await?;
                 let digest = ensure_table(&client, &self.config).await?;
                 client.release();
+                reject_needs_digest(self.config.conflict, digest, &self.config.table)?;
+                let name = self.config.table.to_string();
                 Ok(Table {
                     statements: Statements::new(&self.config, digest),
                     digest,
-                    probe: probe_sql(&self.config.table.to_string()),
+                    probe: probe_sql(&name),
+                    stored: digest.then(|| stored_digests_sql(&name)),
                 })
             })
             .await
@@ -94,15 +102,28 @@ impl Sink for RedshiftSink {
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let table = self.prepare_table().await?;
         let mut client = self.connections.checkout().await?;
-        if table.digest
-            && probe_batch(&client, &table.probe, &self.config.scope, batch).await?
-                == Probe::Identical
-        {
+        let probe = if table.digest {
+            probe_batch(&client, &table.probe, &self.config.scope, batch).await?
+        } else {
+            Probe::Partial
+        };
+        if probe == Probe::Identical {
             client.release();
             debug!(batch = %batch.id(), "the table holds the batch: nothing written");
             return Ok(WriteReport::already_present(batch.len()).into());
         }
-        let (rows, mut rejected) = prepare(&self.config, batch);
+        let (mut rows, mut rejected) = prepare(&self.config, batch);
+        let changed = changed_in(
+            &client,
+            table.stored.as_deref(),
+            &self.config.scope,
+            batch,
+            probe,
+        )
+        .await?;
+        if self.config.conflict == ConflictAction::Reject {
+            rejected.extend(reject_changed(&mut rows, |r| r.index, &changed, batch));
+        }
         let mut report = WriteReport::default();
         if !rows.is_empty() {
             let (counts, refused) =
@@ -111,10 +132,19 @@ impl Sink for RedshiftSink {
                     .map_err(|f| f.into_sink_error())?;
             report = counts;
             rejected.extend(refused);
+            if self.config.conflict == ConflictAction::Update {
+                // The stage counts every held identity as present; the changed ones among the
+                // rows were overwritten.
+                let held: std::collections::HashSet<usize> = rows.iter().map(|r| r.index).collect();
+                let overwritten = changed.iter().filter(|i| held.contains(i)).count() as u64;
+                let moved = overwritten.min(report.already_present);
+                report.written += moved;
+                report.already_present -= moved;
+            }
         }
         client.release();
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "batch merged");
-        Ok(Outcome::new(report, rejected))
+        Ok(Outcome::new(report, rejected).with_changed(changed.len() as u64))
     }
 
     async fn close(&self) -> Result<(), SinkError> {

@@ -56,7 +56,8 @@ impl Statements {
         let stage_list: Vec<String> = names.iter().map(|n| format!("s.{n}")).collect();
         let payload = &names[3..];
         let upsert = match (config.conflict, config.strategy) {
-            (ConflictAction::Nothing, _) => vec![format!(
+            // Reject: the sink took the changed records out of the batch beforehand.
+            (ConflictAction::Nothing | ConflictAction::Reject, _) => vec![format!(
                 "INSERT INTO {t} ({list}) SELECT {} FROM {STAGE} s WHERE NOT EXISTS \
                  (SELECT 1 FROM {t} WHERE {})",
                 stage_list.join(", "),
