@@ -19,3 +19,12 @@ else
   cargo test --workspace --no-fail-fast --lib --bins --tests "$@"
 fi
 cargo test --workspace --doc
+# The API docs build without a warning (broken intra-doc links, bare URLs, …): rustdoc's own
+# denied, cargo's (such as output collisions) caught from its output.
+doc_log=$(mktemp)
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps 2>&1 | tee "$doc_log" >&2
+if grep -q '^warning' "$doc_log"; then
+  echo "cargo doc warned: see above" >&2
+  exit 1
+fi
+rm -f "$doc_log"
