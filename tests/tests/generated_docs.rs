@@ -115,6 +115,8 @@ fn every_sink_readme_quotes_its_generated_verdicts() {
         for heading in [
             "## Mechanism",
             "## What the destination must provide",
+            "## What the destination holds",
+            "## Runtime",
             "## What a replay becomes",
             "## What it refuses",
             "## Example",
