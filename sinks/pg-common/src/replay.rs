@@ -59,6 +59,23 @@ pub fn judge(batch: &Batch, count: i64, sum: &str) -> Probe {
     }
 }
 
+/// The parameters of a statement over a batch's offset range (`$1` topic, `$2` partition,
+/// `$3`..`$4` offsets), or `None` when the table's types cannot hold the range (a partition
+/// above `i32::MAX`, an offset above `i64::MAX`).
+struct RangeParams(String, i32, i64, i64);
+
+impl RangeParams {
+    fn of(scope: &Scope, batch: &Batch) -> Option<Self> {
+        let id = batch.id();
+        Some(Self(
+            scope.qualified_topic(&id.topic).into_owned(),
+            i32::try_from(id.partition).ok()?,
+            i64::try_from(id.first).ok()?,
+            i64::try_from(id.last).ok()?,
+        ))
+    }
+}
+
 /// Runs the probe (`sql` from [`probe_sql`]) for `batch` and judges the answer. A batch the table
 /// cannot hold whole (a partition or offset out of its range) is [`Probe::Partial`].
 pub async fn probe_batch(
@@ -67,17 +84,11 @@ pub async fn probe_batch(
     scope: &Scope,
     batch: &Batch,
 ) -> Result<Probe, SinkError> {
-    let id = batch.id();
-    let (Ok(partition), Ok(first), Ok(last)) = (
-        i32::try_from(id.partition),
-        i64::try_from(id.first),
-        i64::try_from(id.last),
-    ) else {
+    let Some(RangeParams(topic, partition, first, last)) = RangeParams::of(scope, batch) else {
         return Ok(Probe::Partial);
     };
-    let topic = scope.qualified_topic(&id.topic);
     let row = client
-        .query_one(sql, &[&topic.as_ref(), &partition, &first, &last])
+        .query_one(sql, &[&topic, &partition, &first, &last])
         .await
         .map_err(|e| crate::classify(e, "probing the batch's range").into_sink_error())?;
     Ok(judge(batch, row.get(0), row.get::<_, &str>(1)))
@@ -102,17 +113,11 @@ pub async fn changed_records(
     scope: &Scope,
     batch: &Batch,
 ) -> Result<Vec<usize>, SinkError> {
-    let id = batch.id();
-    let (Ok(partition), Ok(first), Ok(last)) = (
-        i32::try_from(id.partition),
-        i64::try_from(id.first),
-        i64::try_from(id.last),
-    ) else {
+    let Some(RangeParams(topic, partition, first, last)) = RangeParams::of(scope, batch) else {
         return Ok(Vec::new());
     };
-    let topic = scope.qualified_topic(&id.topic);
     let rows = client
-        .query(sql, &[&topic.as_ref(), &partition, &first, &last])
+        .query(sql, &[&topic, &partition, &first, &last])
         .await
         .map_err(|e| crate::classify(e, "reading the range's digests").into_sink_error())?;
     let stored: std::collections::HashMap<i64, i64> = rows
