@@ -22,6 +22,7 @@
 
 mod batch;
 mod claim;
+mod conflict;
 mod connect_failure;
 mod document;
 mod driver;
@@ -37,6 +38,7 @@ mod sink;
 
 pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
+pub use conflict::{CHANGED_REASON, ConflictAction};
 pub use connect_failure::unhealable_connect_failure;
 pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
 pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};

@@ -20,8 +20,10 @@ pub use connect::{
     Checkout, ConnectionConfig, Connections, Pool, PoolError, connect_pool, pool_error, target,
 };
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
-pub use mapping::{CHANGED_REASON, ConflictAction, extract_mapped};
+pub use mapping::extract_mapped;
 pub use pico_sink::MappedColumn;
+/// The conflict action and its reason live in the core crate, shared with other sinks.
+pub use pico_sink::{CHANGED_REASON, ConflictAction};
 pub use record::{CommonFields, common_fields, json_has_nul};
 pub use relation::{NameUse, RelationKind};
 pub use replay::{

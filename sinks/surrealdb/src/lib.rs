@@ -5,12 +5,16 @@
 //! transaction per batch. A replay (same batch, other boundaries, a second writer) upserts the
 //! same ids: no visible duplicate, and a batch is either all in or not at all.
 //!
+//! The transaction first reads the stored `pico_digest` of the batch's ids: the outcome tells
+//! written from already present, and counts in [`pico_sink::Outcome::changed`] an id held with
+//! another payload, which [`SurrealSinkConfig::conflict`] overwrites, keeps or rejects.
+//!
 //! Works with remote servers (`ws://`, `wss://`) and, with the feature `embedded`, the
 //! in-memory engine (`mem://`, the real SurrealDB engine in-process; without the feature a
 //! `mem://` URL is refused as `Fatal`). For an embedded store shared by several sinks, build one
 //! client and pass clones to [`SurrealSink::with_client`].
 //!
-//! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `key`, `value`,
+//! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `pico_digest`, `key`, `value`,
 //! `headers` and `timestamp_ms`; payloads are stored as `{json: …}`, `{text: …}` or
 //! `{base64: …}` ([`pico_sink::Payload`]). Offsets above `i64::MAX` are rejected with their
 //! offset (SurrealDB integers are signed 64-bit).

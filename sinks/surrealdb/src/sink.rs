@@ -1,16 +1,18 @@
 //! [`SurrealSink`].
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
 use pico_sink::{
-    Batch, Claim, Description, EnvelopeHeader, Outcome, Payload, RejectedRecord, Secret, Sink,
-    SinkError, WriteReport,
+    Batch, CHANGED_REASON, Claim, ConflictAction, Description, EnvelopeHeader, Outcome, Payload,
+    RejectedRecord, Secret, Sink, SinkError, WriteReport,
 };
 use serde::{Deserialize, Serialize};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 use tokio::sync::OnceCell;
-use tracing::debug;
+use tracing::{debug, warn};
 
 /// Configuration of [`SurrealSink`]. `Debug` never prints the password.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +30,10 @@ pub struct SurrealSinkConfig {
     pub credentials: Option<(String, Secret)>,
     /// Identity scope (qualifies `pico_topic` and the record ids).
     pub scope: Scope,
+    /// What happens to a record whose id the table holds with another payload (told by the
+    /// stored `pico_digest`); also read as `on_changed`. Default: overwrite.
+    #[serde(default, alias = "on_changed")]
+    pub conflict: ConflictAction,
 }
 
 impl SurrealSinkConfig {
@@ -40,6 +46,7 @@ impl SurrealSinkConfig {
             table: table.into(),
             credentials: None,
             scope: Scope::default(),
+            conflict: ConflictAction::default(),
         }
     }
 
@@ -59,11 +66,20 @@ pub struct SurrealSink {
     db: OnceCell<Surreal<Any>>,
 }
 
+/// One transaction per batch: what the table held of the batch's ids (statement
+/// [`HELD_STATEMENT`]: `[pico_offset, pico_digest]` of each), then the write — every record when
+/// `$overwrite`, else only those not held.
 const UPSERT: &str = "BEGIN TRANSACTION;
+LET $ids = array::map($rows, |$r| type::record($tb, [$r.pico_topic, $r.pico_partition, $r.pico_offset]));
+SELECT VALUE [pico_offset, pico_digest] FROM $ids;
 FOR $r IN $rows {
-    UPSERT type::record($tb, [$r.pico_topic, $r.pico_partition, $r.pico_offset]) CONTENT $r;
+    LET $id = type::record($tb, [$r.pico_topic, $r.pico_partition, $r.pico_offset]);
+    IF $overwrite OR !record::exists($id) { UPSERT $id CONTENT $r; };
 };
 COMMIT TRANSACTION;";
+
+/// The index of the `SELECT` in [`UPSERT`]'s answer (`BEGIN` and `LET` answer too).
+const HELD_STATEMENT: usize = 2;
 
 fn error(e: surrealdb::Error, what: &str) -> SinkError {
     let text = e.to_string();
@@ -167,18 +183,13 @@ impl SurrealSink {
             .map_err(|e| error(e, "selecting namespace and database"))?;
         Ok(db)
     }
-}
 
-#[async_trait]
-impl Sink for SurrealSink {
-    async fn open(&self) -> Result<(), SinkError> {
-        self.db().await.map(|_| ())
-    }
-
-    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+    /// The batch's records as table content, and those the table cannot take (an offset above
+    /// `i64::MAX`).
+    fn rows(&self, batch: &Batch) -> (Vec<Row>, Vec<RejectedRecord>) {
         let mut rows = Vec::with_capacity(batch.len());
         let mut rejected = Vec::new();
-        for r in batch.records() {
+        for (index, r) in batch.records().iter().enumerate() {
             let Ok(offset) = i64::try_from(r.id.offset) else {
                 rejected.push(RejectedRecord::new(
                     r.id.clone(),
@@ -190,51 +201,156 @@ impl Sink for SurrealSink {
                 continue;
             };
             let key = self.config.scope.surreal_key(&r.id);
-            rows.push(serde_json::json!({
+            let digest = r.content_digest() as i64;
+            let content = serde_json::json!({
                 "pico_topic": key.0,
                 "pico_partition": key.1,
                 "pico_offset": offset,
+                "pico_digest": digest,
                 "key": r.key.as_deref().map(Payload::from_bytes),
                 "value": Payload::from_bytes(&r.value),
                 "headers": EnvelopeHeader::all_of(&r.headers),
                 "timestamp_ms": r.timestamp_ms,
-            }));
+            });
+            rows.push(Row {
+                index,
+                offset,
+                digest,
+                content,
+            });
         }
-        let written = rows.len() as u64;
-        if !rows.is_empty() {
-            let table = self.config.table.clone();
-            let vars = serde_json::json!({ "tb": table, "rows": rows });
-            let db = self.db().await?;
-            // Optimistic transactions abort when a concurrent one touched the same keys (or
-            // created the table first): such a conflict is retried here a few times.
-            let mut attempt = 0u32;
-            loop {
-                attempt += 1;
-                let result = db
-                    .query(UPSERT)
-                    .bind(vars.clone())
-                    .await
-                    .and_then(|r| r.check());
-                match result {
-                    Ok(_) => break,
-                    Err(e) => {
-                        let err = error(e, "UPSERT transaction");
-                        if !err.is_retryable() || attempt >= 8 {
-                            return Err(err);
-                        }
-                        debug!(attempt, error = %err, "transaction conflict, retrying");
-                        tokio::time::sleep(std::time::Duration::from_millis(5 << attempt.min(6)))
-                            .await;
-                    }
+        (rows, rejected)
+    }
+
+    /// Writes `rows` in one transaction and returns what the table held of them before: the
+    /// stored digest per offset (`None` for a record written before the sink stored digests).
+    async fn write(&self, rows: &[Row]) -> Result<HashMap<i64, Option<i64>>, SinkError> {
+        let contents: Vec<&serde_json::Value> = rows.iter().map(|r| &r.content).collect();
+        let vars = serde_json::json!({
+            "tb": self.config.table,
+            "rows": contents,
+            "overwrite": self.config.conflict == ConflictAction::Update,
+        });
+        let db = self.db().await?;
+        // Optimistic transactions abort when a concurrent one touched the same keys (or
+        // created the table first): such a conflict is retried here a few times.
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let result = db
+                .query(UPSERT)
+                .bind(vars.clone())
+                .await
+                .and_then(|r| r.check());
+            let err = match result {
+                Ok(mut answer) => {
+                    let held: Vec<Vec<Option<i64>>> = answer
+                        .take(HELD_STATEMENT)
+                        .map_err(|e| error(e, "reading the records held before the batch"))?;
+                    return Ok(held
+                        .into_iter()
+                        .filter_map(|pair| match pair.as_slice() {
+                            [Some(offset), digest] => Some((*offset, *digest)),
+                            _ => None,
+                        })
+                        .collect());
                 }
+                Err(e) => error(e, "UPSERT transaction"),
+            };
+            if !err.is_retryable() || attempt >= 8 {
+                return Err(err);
             }
+            debug!(attempt, error = %err, "transaction conflict, retrying");
+            tokio::time::sleep(std::time::Duration::from_millis(5 << attempt.min(6))).await;
         }
-        debug!(batch = %batch.id(), written, rejected = rejected.len(), "upserted");
-        let report = WriteReport {
-            written,
-            already_present: 0,
+    }
+}
+
+/// A record of the batch as table content.
+struct Row {
+    /// Position in the batch.
+    index: usize,
+    offset: i64,
+    /// [`pico_sink::Record::content_digest`], as stored in `pico_digest`.
+    digest: i64,
+    content: serde_json::Value,
+}
+
+/// What a written batch counts as.
+#[derive(Debug, Default)]
+struct Tally {
+    report: WriteReport,
+    changed: u64,
+    rejected: Vec<RejectedRecord>,
+}
+
+/// Counts each row against what the table held before the write: not held is written; held
+/// with the same digest (or with none, written before digests were stored) is already present;
+/// held with another digest is changed, and then written, kept or rejected as `action` says.
+fn tally(
+    rows: &[Row],
+    held: &HashMap<i64, Option<i64>>,
+    action: ConflictAction,
+    batch: &Batch,
+) -> Tally {
+    let mut tally = Tally::default();
+    for row in rows {
+        let stored = match held.get(&row.offset) {
+            None => {
+                tally.report.written += 1;
+                continue;
+            }
+            Some(stored) => *stored,
         };
-        Ok(Outcome::new(report, rejected))
+        if stored.is_none_or(|d| d == row.digest) {
+            tally.report.already_present += 1;
+            continue;
+        }
+        tally.changed += 1;
+        match action {
+            ConflictAction::Update => tally.report.written += 1,
+            ConflictAction::Nothing => tally.report.already_present += 1,
+            ConflictAction::Reject => tally.rejected.push(RejectedRecord::new(
+                batch.records()[row.index].id.clone(),
+                CHANGED_REASON,
+            )),
+        }
+    }
+    if tally.changed > 0 {
+        warn!(
+            batch = %batch.id(),
+            changed = tally.changed,
+            action = ?action,
+            "records held with another payload: {CHANGED_REASON}"
+        );
+    }
+    tally
+}
+
+#[async_trait]
+impl Sink for SurrealSink {
+    async fn open(&self) -> Result<(), SinkError> {
+        self.db().await.map(|_| ())
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let (rows, mut rejected) = self.rows(batch);
+        let held = if rows.is_empty() {
+            HashMap::new()
+        } else {
+            self.write(&rows).await?
+        };
+        let tally = tally(&rows, &held, self.config.conflict, batch);
+        rejected.extend(tally.rejected);
+        debug!(
+            batch = %batch.id(),
+            written = tally.report.written,
+            present = tally.report.already_present,
+            changed = tally.changed,
+            rejected = rejected.len(),
+            "upserted"
+        );
+        Ok(Outcome::new(tally.report, rejected).with_changed(tally.changed))
     }
 
     async fn close(&self) -> Result<(), SinkError> {
@@ -242,11 +358,21 @@ impl Sink for SurrealSink {
     }
 
     fn describe(&self) -> Description {
+        let write = match self.config.conflict {
+            ConflictAction::Update => {
+                "UPSERT type::record(table, [topic, partition, offset]) CONTENT …"
+            }
+            ConflictAction::Nothing => "UPSERT … of the ids not held",
+            ConflictAction::Reject => {
+                "UPSERT … of the ids not held, rejecting a record held with another payload"
+            }
+        };
         Description::new(
             "surrealdb",
-            "UPSERT type::record(table, [topic, partition, offset]) CONTENT …, one transaction per batch",
+            format!("one transaction per batch: the held ids' pico_digest read, then {write}"),
             Claim::NoVisibleDuplicate,
         )
+        .telling_already_present()
     }
 }
 
