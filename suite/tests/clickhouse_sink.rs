@@ -161,3 +161,73 @@ fn a_url_or_credentials_beside_the_callers_client_are_refused() {
         "{msg}"
     );
 }
+
+/// A table on which a replay would stay a second row, or that takes no rows, is refused at
+/// `open` for what it is; a table lacking columns gets the `ALTER TABLE` that adds them.
+#[tokio::test]
+async fn a_table_of_another_engine_or_shape_is_refused_for_what_it_is() {
+    let server = match first_available(ClickHouseServer::provide).await {
+        Ok(s) => s,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no ClickHouse could be provided: {reasons}");
+            return;
+        }
+    };
+    let columns = "pico_topic String, pico_partition UInt32, pico_offset UInt64, key String, \
+                   value String, headers String, ts Nullable(Int64)";
+    for sql in [
+        "CREATE DATABASE IF NOT EXISTS shapes".to_owned(),
+        format!(
+            "CREATE TABLE shapes.plain ({columns}) ENGINE = MergeTree \
+             ORDER BY (pico_topic, pico_partition, pico_offset)"
+        ),
+        format!("CREATE TABLE shapes.by_topic ({columns}) ENGINE = ReplacingMergeTree ORDER BY pico_topic"),
+        format!("CREATE TABLE shapes.logged ({columns}) ENGINE = Log"),
+        "CREATE VIEW shapes.a_view AS SELECT * FROM shapes.plain".to_owned(),
+        "CREATE TABLE shapes.narrow (pico_topic String, pico_partition UInt32, pico_offset UInt64, \
+         key String, value String) ENGINE = ReplacingMergeTree \
+         ORDER BY (pico_topic, pico_partition, pico_offset)"
+            .to_owned(),
+    ] {
+        server.query(&sql).await.unwrap();
+    }
+    let key_reported = server
+        .query(
+            "SELECT count() FROM system.columns WHERE database = 'system' AND table = 'tables' \
+             AND name = 'sorting_key' FORMAT TabSeparated",
+        )
+        .await
+        .unwrap();
+    let key_reported = String::from_utf8_lossy(&key_reported).trim() == "1";
+    println!("this server reports sorting keys: {key_reported}");
+    let mut cases = vec![
+        (
+            "plain",
+            "has the engine MergeTree, which keeps every replay as another row",
+        ),
+        ("logged", "has the engine Log"),
+        ("a_view", "is a View, not a table"),
+        (
+            "narrow",
+            "lacks the columns headers, ts. To change: ALTER TABLE `shapes`.`narrow` ADD COLUMN \
+             `headers` String, ADD COLUMN `ts` Nullable(Int64)",
+        ),
+    ];
+    if key_reported {
+        cases.push(("by_topic", "is sorted by (pico_topic)"));
+    }
+    for (table, says) in cases {
+        let sink =
+            ClickHouseSink::new(ClickHouseSinkConfig::new(server.url(), "shapes", table)).unwrap();
+        let e = sink.open().await.err().unwrap();
+        let text = e.to_string();
+        println!("{table}: {text}");
+        assert!(e.is_fatal(), "{table}: {text}");
+        assert!(text.contains(says), "{table}: {text}");
+    }
+    // The sink's own table passes.
+    let sink =
+        ClickHouseSink::new(ClickHouseSinkConfig::new(server.url(), "shapes", "own")).unwrap();
+    sink.open().await.unwrap();
+    server.stop().await.unwrap();
+}

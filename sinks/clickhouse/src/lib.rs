@@ -38,6 +38,7 @@
 //! `ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset)`.
 
 mod config;
+mod shape;
 mod sink;
 mod tsv;
 

@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 use tracing::debug;
 
 use crate::config::{ClickHouseSinkConfig, ident};
+use crate::shape::{COLUMNS, SORTING_KEY, check_engine, missing_columns};
 use crate::tsv::escape;
 
 /// Inserts batches above the partition's watermark; see the crate docs. One instance (one
@@ -29,16 +30,6 @@ struct Server {
     version: String,
     tokens: bool,
 }
-
-const COLUMNS: [&str; 7] = [
-    "pico_topic",
-    "pico_partition",
-    "pico_offset",
-    "key",
-    "value",
-    "headers",
-    "ts",
-];
 
 /// Bytes written as a ClickHouse `String` (RowBinary: length, then the bytes as they are).
 struct Raw<'a>(&'a [u8]);
@@ -274,10 +265,11 @@ impl ClickHouseSink {
                 .iter()
                 .map(|m| format!(", {} Nullable({})", ident(&m.column), m.sql_type))
                 .collect();
+            let columns: Vec<String> = COLUMNS.iter().map(|(c, t)| format!("{c} {t}")).collect();
             self.execute(&format!(
-                "CREATE TABLE IF NOT EXISTS {table} (pico_topic String, pico_partition UInt32, \
-                 pico_offset UInt64, key String, value String, headers String, ts Nullable(Int64){mapped}) \
-                 ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset){settings}"
+                "CREATE TABLE IF NOT EXISTS {table} ({}{mapped}) \
+                 ENGINE = ReplacingMergeTree ORDER BY ({SORTING_KEY}){settings}",
+                columns.join(", ")
             ))
             .await?;
         }
@@ -289,19 +281,47 @@ impl ClickHouseSink {
             .fetch_all()
             .await
             .map_err(|e| self.classify(e, "reading the table's columns").error)?;
-        let missing: Vec<&str> = COLUMNS
-            .iter()
-            .copied()
-            .chain(self.config.mapped_columns.iter().map(|m| m.column.as_str()))
-            .filter(|c| !described.iter().any(|d| d == c))
-            .collect();
-        if !missing.is_empty() {
-            return Err(SinkError::fatal(format!(
-                "table {table} lacks the columns {}: alter it or point the sink at a table of the documented shape",
-                missing.join(", ")
-            )));
+        if let Some(e) = missing_columns(&table, &described, &self.config.mapped_columns) {
+            return Err(e);
         }
+        let (engine, sorting_key) = self.engine().await?;
+        check_engine(&table, &engine, sorting_key.as_deref())?;
         Ok(Server { version, tokens })
+    }
+
+    /// The table's engine, and its sorting key where the server reports one (on a server whose
+    /// `system.tables` has no `sorting_key`, the key is not checked).
+    async fn engine(&self) -> Result<(String, Option<String>), SinkError> {
+        let (database, name) = (self.config.database.as_str(), self.config.table.as_str());
+        let engine: String = self
+            .client
+            .query("SELECT engine FROM system.tables WHERE database = ? AND name = ?")
+            .bind(database)
+            .bind(name)
+            .fetch_one()
+            .await
+            .map_err(|e| self.classify(e, "reading the table's engine").error)?;
+        let reported: u64 = self
+            .client
+            .query(
+                "SELECT count() FROM system.columns \
+                 WHERE database = 'system' AND table = 'tables' AND name = 'sorting_key'",
+            )
+            .fetch_one()
+            .await
+            .map_err(|e| self.classify(e, "reading system.tables' columns").error)?;
+        if reported == 0 {
+            return Ok((engine, None));
+        }
+        let key: String = self
+            .client
+            .query("SELECT sorting_key FROM system.tables WHERE database = ? AND name = ?")
+            .bind(database)
+            .bind(name)
+            .fetch_one()
+            .await
+            .map_err(|e| self.classify(e, "reading the table's sorting key").error)?;
+        Ok((engine, Some(key)))
     }
 
     /// Highest offset stored for a topic-partition, if any.
@@ -391,7 +411,7 @@ impl ClickHouseSink {
         topic: &str,
         part: &[(&Record, Vec<Option<String>>)],
     ) -> Result<(), Failed> {
-        let mut cols: Vec<String> = COLUMNS.iter().map(|c| (*c).to_owned()).collect();
+        let mut cols: Vec<String> = COLUMNS.iter().map(|(c, _)| (*c).to_owned()).collect();
         cols.extend(self.config.mapped_columns.iter().map(|m| ident(&m.column)));
         let sql = format!(
             "INSERT INTO {} ({}) FORMAT TabSeparated",
