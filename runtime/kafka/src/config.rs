@@ -203,6 +203,14 @@ pub struct ChaosSettings {
     /// (the process aborts, as a plugin panic does). Once the file exists, nothing happens: a
     /// restarted process runs normally.
     pub panic_once_file: Option<String>,
+    /// If set: after the sink confirmed a batch, append its id as a line to this file, then
+    /// wait [`Self::hold_after_write_ms`] before the offset is committed. The crash suite kills
+    /// the process in that window, where the destination holds what the group has not
+    /// committed.
+    pub written_file: Option<String>,
+    /// How long a confirmed batch is held before its commit (with [`Self::written_file`]).
+    #[serde(default)]
+    pub hold_after_write_ms: u64,
 }
 
 /// Why a pipeline file cannot be used.

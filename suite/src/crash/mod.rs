@@ -8,13 +8,15 @@
 //! drain (SIGTERM) and the destination is read back. The offsets the broker acknowledged to
 //! the producer are the counter outside the runtime: every one must be in the destination.
 //!
-//! Cases: `kill` (SIGKILL at random moments, restarted each time), `panic` (a sink panics
+//! Cases: `kill` (SIGKILL while the runtime holds a written, uncommitted batch, restarted each
+//! time; see [`kills`]), `panic` (a sink panics
 //! inside `consume`: the process aborts and restarts), `broker` (the broker down ≥ 10 s),
 //! `destination` (the destination unreachable ≥ 10 s), `group` (three processes in one group,
 //! one killed and restarted: rebalances), `flaky` (1 % of requests and 3 % of answers cut for
 //! the whole run).
 
 pub mod destinations;
+pub mod kills;
 pub mod report;
 pub mod supervisor;
 
@@ -32,6 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::servers::kafka::Broker;
 use destinations::{CrashDestination, CrashSink};
+pub use kills::KillTally;
+use kills::{KillWatch, kill_on_progress, paced};
 use supervisor::{ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
@@ -43,7 +47,7 @@ pub const BATCH_RECORDS: u64 = 200;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Case {
-    /// The runtime process SIGKILLed at random moments, restarted each time.
+    /// The runtime process SIGKILLed between a write and its commit, restarted each time.
     Kill,
     /// A sink panics once inside `consume`: the process aborts and is restarted.
     Panic,
@@ -86,7 +90,7 @@ impl Case {
 pub struct Size {
     /// Records produced per case.
     pub records: u64,
-    /// SIGKILLs in the kill case.
+    /// Effective SIGKILLs the kill case needs (it sends at most twice as many).
     pub kills: u32,
     /// Seconds the broker or the destination stays down.
     pub outage_secs: u64,
@@ -145,6 +149,9 @@ pub struct CaseResult {
     /// restarted (a stall, not a loss: the loss check still covers every record).
     #[serde(default)]
     pub stalls: u32,
+    /// The kill case's kills, and how many landed between a write and its commit.
+    #[serde(default)]
+    pub kills: Option<KillTally>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -261,19 +268,34 @@ pub(crate) async fn committed(
 const SESSION: Duration = Duration::from_secs(6);
 
 /// The pipeline file of a case.
-fn pipeline(brokers: &str, group: &str, topic: &str, sink: &str, chaos: Option<&Path>) -> String {
+fn pipeline(brokers: &str, group: &str, topic: &str, sink: &str, chaos: &str) -> String {
     let mut text = format!(
         "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\nprogress_secs = 5\n\
          [kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n\"heartbeat.interval.ms\" = \"1000\"\n\
          \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n{sink}"
     );
-    if let Some(marker) = chaos {
-        text.push_str(&format!(
-            "\n[chaos]\npanic_once_file = \"{}\"\n",
-            marker.display()
-        ));
+    if !chaos.is_empty() {
+        text.push_str(&format!("\n[chaos]\n{chaos}"));
     }
     text
+}
+
+/// How long the kill case's runtime holds a written batch before committing it: the window
+/// its kills land in.
+const HOLD_AFTER_WRITE: Duration = Duration::from_millis(1_000);
+
+/// The `[chaos]` settings of a case: the panic case's marker; the kill case's written-batch
+/// file and hold.
+fn chaos(case: Case, panic_marker: &Path, written: &Path) -> String {
+    match case {
+        Case::Panic => format!("panic_once_file = \"{}\"\n", panic_marker.display()),
+        Case::Kill => format!(
+            "written_file = \"{}\"\nhold_after_write_ms = {}\n",
+            written.display(),
+            HOLD_AFTER_WRITE.as_millis()
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Runs one case and measures it.
@@ -301,6 +323,7 @@ pub async fn run_case(bench: &mut Bench<'_>, sink: CrashSink, case: Case) -> Cas
             processes: ProcessStats::default(),
             seconds,
             stalls: 0,
+            kills: None,
             verdict: Err(e),
             notes,
         },
@@ -327,6 +350,7 @@ async fn run_case_inner(
     let dir = bench.work.join(format!("{}-{}-{id}", sink.id(), case.id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let marker = dir.join("panicked");
+    let written = dir.join("written");
     let file = dir.join("pipeline.toml");
     std::fs::write(
         &file,
@@ -335,7 +359,7 @@ async fn run_case_inner(
             &group,
             &topic,
             &sink_toml,
-            (case == Case::Panic).then_some(marker.as_path()),
+            &chaos(case, &marker, &written),
         ),
     )
     .map_err(|e| e.to_string())?;
@@ -347,15 +371,24 @@ async fn run_case_inner(
     let producer = tokio::spawn(produce(
         bench.broker.brokers.clone(),
         topic.clone(),
-        bench.size,
+        paced(bench.size, case),
     ));
+    let mut kill_tally = None;
     // The case's fault, while the producer writes.
     match case {
         Case::Kill => {
-            for _ in 0..bench.size.kills {
-                tokio::time::sleep(Duration::from_millis(200 + fastrand::u64(0..1300))).await;
-                supervisor.kill(0).await;
-            }
+            let produced = || producer.is_finished();
+            let watch = KillWatch {
+                brokers: &bench.broker.brokers,
+                group: &group,
+                topic: &topic,
+                isolation: &isolation,
+                destination: bench.destination,
+                dir: &dir,
+                written: &written,
+                produced: &produced,
+            };
+            kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
         }
         Case::Panic | Case::Flaky => {}
         Case::Broker => {
@@ -457,11 +490,23 @@ async fn run_case_inner(
     if !done {
         notes.push("the group had not committed every partition by the deadline".into());
     }
+    // Finished means committed: after the drain, the group's offsets are the partition ends.
+    let drained = committed(&bench.broker.brokers, &group, &topic).await?;
+    let unfinished = unfinished(&ends, &drained);
+    if unfinished.is_none() {
+        notes.push(format!(
+            "committed = ends after the drain ({})",
+            offsets(&ends)
+        ));
+    }
     let held = bench.destination.read(&isolation, &topic).await?;
     if let Some(n) = held.note {
         notes.push(n);
     }
     proxies.clear().await;
+    if let Some(tally) = &kill_tally {
+        notes.push(tally.note());
+    }
     let mut result = judge(
         (sink, case),
         &produced,
@@ -471,12 +516,25 @@ async fn run_case_inner(
         notes.clone(),
     );
     result.stalls = regroups;
+    if let (Some(why), true) = (unfinished, result.verdict.is_ok()) {
+        result.verdict = Err(why);
+    }
+    if let Some(tally) = kill_tally {
+        if result.verdict.is_ok() && tally.effective < tally.required {
+            result.verdict = Err(format!(
+                "{} effective kills of {}, fewer than the {} required: the kills did not land \
+                 between a write and its commit",
+                tally.effective, tally.kills, tally.required
+            ));
+        }
+        result.kills = Some(tally);
+    }
     Ok(result)
 }
 
 /// The partitions each process slot holds now, from its log: assignments and revocations since
 /// the process last started.
-fn held_partitions(dir: &Path, processes: usize) -> Vec<BTreeSet<i32>> {
+pub(crate) fn held_partitions(dir: &Path, processes: usize) -> Vec<BTreeSet<i32>> {
     (0..processes)
         .map(|slot| {
             let log = std::fs::read_to_string(dir.join(format!("runtime-{slot}.log")))
@@ -501,6 +559,29 @@ fn held_partitions(dir: &Path, processes: usize) -> Vec<BTreeSet<i32>> {
             held
         })
         .collect()
+}
+
+/// Why the group's committed offsets are not the partition ends, if they are not.
+fn unfinished(ends: &BTreeMap<u32, u64>, committed: &BTreeMap<u32, u64>) -> Option<String> {
+    let differ = ends
+        .iter()
+        .any(|(p, end)| committed.get(p).copied().unwrap_or(0) != *end);
+    differ.then(|| {
+        format!(
+            "after the drain the group committed {}, not the partition ends {}",
+            offsets(committed),
+            offsets(ends)
+        )
+    })
+}
+
+/// `p0 5012, p1 4987, …`.
+fn offsets(by_partition: &BTreeMap<u32, u64>) -> String {
+    by_partition
+        .iter()
+        .map(|(p, o)| format!("p{p} {o}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Counters of two supervisors, added.
@@ -573,7 +654,25 @@ fn judge(
         processes,
         seconds: 0.0,
         stalls: 0,
+        kills: None,
         verdict,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_is_finished_only_when_every_partition_committed_its_end() {
+        let ends = BTreeMap::from([(0, 10), (1, 7)]);
+        assert_eq!(unfinished(&ends, &BTreeMap::from([(0, 10), (1, 7)])), None);
+        let why = unfinished(&ends, &BTreeMap::from([(0, 10), (1, 6)])).unwrap();
+        assert!(
+            why.contains("committed p0 10, p1 6, not the partition ends p0 10, p1 7"),
+            "{why}"
+        );
+        assert!(unfinished(&ends, &BTreeMap::from([(0, 10)])).is_some());
     }
 }

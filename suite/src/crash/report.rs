@@ -58,7 +58,12 @@ fn cell(r: &CaseResult) -> String {
                 format!("{} LOST", r.lost_count)
             };
             let stalled = if r.stalls > 0 { " ⚠ stall" } else { "" };
-            format!("{mark} {lost} · {} dup{stalled}", r.duplicates)
+            let kills = r
+                .kills
+                .as_ref()
+                .map(|k| format!(" · {}/{} kills effective", k.effective, k.kills))
+                .unwrap_or_default();
+            format!("{mark} {lost} · {} dup{kills}{stalled}", r.duplicates)
         }
     }
 }
@@ -76,16 +81,35 @@ pub fn render(report: &CrashReport) -> String {
          `./scripts/crash-suite.sh`).\n",
         report.generated_by, report.date
     );
+    // Runs from before the kill case was timed by progress carry no kill tallies, and were
+    // described as they ran.
+    let kills = if report.results.iter().any(|r| r.kills.is_some()) {
+        format!(
+            "in the kill case, at least {} effective SIGKILLs: each sent once the running process \
+             has written new records and holds their batch before its commit (`[chaos] \
+             written_file`, `hold_after_write_ms`), and effective when, measured while the \
+             process is down, the destination holds records beyond the committed offset of a \
+             partition it owned",
+            report.size.kills
+        )
+    } else {
+        format!("{} SIGKILLs in the kill case", report.size.kills)
+    };
+    let finished = if report.results.iter().any(|r| r.kills.is_some()) {
+        " A case passes only if, after the final drain, the group's committed offsets are the \
+         partition ends."
+    } else {
+        ""
+    };
     let _ = writeln!(
         md,
         "Size **{}**: {} keyed records per case over 4 partitions, produced while the runtime \
-         consumes; {} SIGKILLs in the kill case; broker and destination outages of {} s. \
-         Broker: {} {}. Each runtime process runs under a supervisor that restarts it when it \
-         exits. Loss is counted against the offsets the broker acknowledged to the producer; \
-         duplicates are visible rows beyond one per record.\n",
+         consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
+         process runs under a supervisor that restarts it when it exits. Loss is counted against \
+         the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
+         one per record.{finished}\n",
         report.size_name,
         report.size.records,
-        report.size.kills,
         report.size.outage_secs,
         report.broker.name,
         report.broker.version

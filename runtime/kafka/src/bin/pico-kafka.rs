@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pico_kafka::chaos::PanicOnce;
+use pico_kafka::chaos::{HoldAfterWrite, PanicOnce};
 use pico_kafka::{Exit, Pipeline};
 use pico_sink::Sink;
 use tracing::{error, info};
@@ -56,8 +56,17 @@ async fn shutdown_signal() {
 }
 
 fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
+    let chaos = &pipeline.chaos;
     let sink = pipeline.sink.build().map_err(|e| e.to_string())?;
-    Ok(match &pipeline.chaos.panic_once_file {
+    let sink: Arc<dyn Sink> = match &chaos.written_file {
+        Some(file) => Arc::new(HoldAfterWrite::new(
+            sink,
+            file,
+            std::time::Duration::from_millis(chaos.hold_after_write_ms),
+        )),
+        None => sink,
+    };
+    Ok(match &chaos.panic_once_file {
         Some(marker) => Arc::new(PanicOnce::new(sink, marker)),
         None => sink,
     })

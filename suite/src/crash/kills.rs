@@ -1,0 +1,254 @@
+//! The kill case's kills, timed by progress: each lands while the runtime holds a batch the
+//! sink wrote and the group has not committed, and each is checked afterwards against what the
+//! destination holds and what the group committed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::destinations::CrashDestination;
+use super::supervisor::Supervisor;
+use super::{Case, SESSION, Size, committed, held_partitions};
+
+/// How long a kill waits for the restarted process to write before it takes the group for
+/// stalled: it kills then, and keeps the process down past the session timeout, so the dead
+/// member leaves the group before its successor joins (tansu 0.6.0 otherwise may leave
+/// partitions with nobody; see the drain's stall restarts).
+const WRITE_WAIT: Duration = Duration::from_secs(20);
+/// Stalled waits after which the kills stop.
+const MAX_STALLS: u32 = 3;
+/// The killed process stays down this long, so what it left is measured before its successor
+/// writes (the successor waits out the dead member's session anyway).
+const MEASURE_HOLD: Duration = Duration::from_secs(2);
+/// Seconds a kill takes, about: the successor joins once the dead member's session expired.
+const SECONDS_PER_KILL: u64 = 8;
+
+/// What the kills did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KillTally {
+    /// SIGKILLs sent.
+    pub kills: u32,
+    /// Kills after which the destination held records beyond the committed offset of a
+    /// partition the killed process owned.
+    pub effective: u32,
+    /// Effective kills the case needs.
+    pub required: u32,
+    /// The first kills, per owned partition: `p<partition> held <end> committed <offset>`, the
+    /// end being the destination's highest offset + 1.
+    pub first: Vec<String>,
+    /// Kills sent because no batch was written for a while (the process then kept down past
+    /// the session timeout).
+    #[serde(default)]
+    pub stalled: u32,
+    /// Why the kills stopped early, if they did.
+    pub stopped: Option<String>,
+}
+
+impl KillTally {
+    /// The report's note.
+    pub fn note(&self) -> String {
+        let mut note = format!(
+            "{} of {} kills effective (destination ahead of the committed offset of a partition \
+             the killed process owned; {} required)",
+            self.effective, self.kills, self.required
+        );
+        if !self.first.is_empty() {
+            note.push_str(&format!("; first: {}", self.first.join(" / ")));
+        }
+        if self.stalled > 0 {
+            note.push_str(&format!(
+                "; {} of them after {} s without a write, held down past the session timeout",
+                self.stalled,
+                WRITE_WAIT.as_secs()
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            note.push_str(&format!("; stopped: {why}"));
+        }
+        note
+    }
+}
+
+/// Where the kills look.
+pub(crate) struct KillWatch<'a> {
+    pub brokers: &'a str,
+    pub group: &'a str,
+    pub topic: &'a str,
+    pub isolation: &'a str,
+    pub destination: &'a CrashDestination,
+    /// The runtime's logs (which partitions it holds).
+    pub dir: &'a Path,
+    /// The file the runtime appends each written batch to ([chaos] written_file).
+    pub written: &'a Path,
+    /// Whether the producer has finished: from then on no new records come, and the
+    /// redelivery of a batch the last kill left uncommitted is what a kill waits for.
+    pub produced: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// The producer's size for a case: the kill case produces slowly enough that records keep
+/// arriving while its kills go on.
+pub(crate) fn paced(size: Size, case: Case) -> Size {
+    if case != Case::Kill {
+        return size;
+    }
+    let seconds = u64::from(size.kills.max(1)) * SECONDS_PER_KILL;
+    Size {
+        rate: (size.records / seconds).clamp(10, size.rate),
+        ..size
+    }
+}
+
+/// Kills process 0 once it has written one to three batches of new records (above every offset
+/// written before; once production is over, any batch) and holds the last uncommitted, until
+/// `required` kills were effective or twice as many were sent.
+pub(crate) async fn kill_on_progress(
+    watch: &KillWatch<'_>,
+    supervisor: &Supervisor,
+    required: u32,
+) -> KillTally {
+    let mut tally = KillTally {
+        required,
+        ..KillTally::default()
+    };
+    // The highest offset of each partition any process wrote: a kill waits for a write above
+    // it, new data rather than the redelivery of the batch the last kill left uncommitted.
+    let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut read = 0;
+    while tally.effective < required && tally.kills < required.saturating_mul(2) {
+        // One to three new batches before the kill: the earlier ones commit meanwhile, so the
+        // committed offsets move between kills.
+        let wanted = fastrand::u32(1..=3);
+        let mut seen = 0;
+        let mut stalled = false;
+        let waiting = Instant::now();
+        loop {
+            let batches = written_batches(watch.written);
+            let redeliveries_count = (watch.produced)();
+            for (p, last) in batches.iter().skip(read) {
+                if highest.get(p).is_none_or(|h| last > h) {
+                    highest.insert(*p, *last);
+                    seen += 1;
+                } else if redeliveries_count {
+                    seen += 1;
+                }
+            }
+            read = batches.len();
+            if seen >= wanted {
+                break;
+            }
+            if waiting.elapsed() > WRITE_WAIT {
+                stalled = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if stalled {
+            if tally.stalled >= MAX_STALLS {
+                tally.stopped = Some(format!(
+                    "{MAX_STALLS} times no batch written within {} s",
+                    WRITE_WAIT.as_secs()
+                ));
+                return tally;
+            }
+            tally.stalled += 1;
+        }
+        let owned = held_partitions(watch.dir, 1).remove(0);
+        let hold = if stalled {
+            SESSION + Duration::from_secs(2)
+        } else {
+            MEASURE_HOLD
+        };
+        if !supervisor.kill_and_hold(0, hold).await {
+            continue;
+        }
+        let measuring = Instant::now();
+        tally.kills += 1;
+        let ahead = ahead_of_commit(watch, &owned).await;
+        // Measured while the killed process was down: nothing else wrote meanwhile.
+        let in_time = measuring.elapsed() < MEASURE_HOLD;
+        match ahead {
+            Ok(marks) => {
+                if in_time && marks.iter().any(|(_, end, committed)| end > committed) {
+                    tally.effective += 1;
+                }
+                if tally.first.len() < 3 {
+                    let parts: Vec<String> = marks
+                        .iter()
+                        .map(|(p, end, committed)| format!("p{p} held {end} committed {committed}"))
+                        .collect();
+                    tally.first.push(parts.join(", "));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "measuring a kill"),
+        }
+    }
+    tally
+}
+
+/// Per partition the killed process owned: the number of offsets the destination holds from 0
+/// (its highest offset + 1, 0 if none) and the group's committed offset. The kill was effective
+/// where the first is above the second.
+async fn ahead_of_commit(
+    watch: &KillWatch<'_>,
+    owned: &std::collections::BTreeSet<i32>,
+) -> Result<Vec<(u32, u64, u64)>, String> {
+    let held = watch.destination.read(watch.isolation, watch.topic).await?;
+    let commits = committed(watch.brokers, watch.group, watch.topic).await?;
+    let mut ends: BTreeMap<u32, u64> = BTreeMap::new();
+    for (p, o) in held.rows {
+        let end = ends.entry(p).or_default();
+        *end = (*end).max(o + 1);
+    }
+    Ok(owned
+        .iter()
+        .map(|p| {
+            let p = *p as u32;
+            let end = ends.get(&p).copied().unwrap_or(0);
+            (p, end, commits.get(&p).copied().unwrap_or(0))
+        })
+        .collect())
+}
+
+/// The batches in `file` (one id `topic:partition:first..=last` per line, as the runtime
+/// appends them), as (partition, last offset); none while it does not exist.
+fn written_batches(file: &Path) -> Vec<(u32, u64)> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(batch_end)
+        .collect()
+}
+
+/// (partition, last offset) of a batch id `topic:partition:first..=last`.
+fn batch_end(id: &str) -> Option<(u32, u64)> {
+    let mut parts = id.rsplitn(3, ':');
+    let range = parts.next()?;
+    let partition = parts.next()?.parse().ok()?;
+    let last = range.split_once("..=")?.1.parse().ok()?;
+    Some((partition, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kill_case_produces_while_its_kills_go_on() {
+        let full = paced(Size::FULL, Case::Kill);
+        let seconds = full.records / full.rate;
+        assert!(
+            seconds >= u64::from(Size::FULL.kills) * SECONDS_PER_KILL,
+            "{seconds} s of production"
+        );
+        assert_eq!(paced(Size::FULL, Case::Group), Size::FULL);
+    }
+
+    #[test]
+    fn batch_ids_read_back_from_the_written_file() {
+        assert_eq!(batch_end("crash-s3-kill-1f:3:200..=399"), Some((3, 399)));
+        assert_eq!(batch_end("a:b:c:0:5..=5"), Some((0, 5)));
+        assert_eq!(batch_end("garbage"), None);
+    }
+}
