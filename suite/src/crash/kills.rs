@@ -23,7 +23,7 @@ const MAX_STALLS: u32 = 3;
 /// writes (the successor waits out the dead member's session anyway).
 const MEASURE_HOLD: Duration = Duration::from_secs(2);
 /// Seconds a kill takes, about: the successor joins once the dead member's session expired.
-const SECONDS_PER_KILL: u64 = 8;
+const SECONDS_PER_KILL: u64 = 5;
 
 /// What the kills did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -265,13 +265,15 @@ pub(crate) async fn committed(
 }
 
 /// Session timeout of the runtime's consumers (the pipeline file sets it).
-const SESSION: Duration = Duration::from_secs(6);
+const SESSION: Duration = Duration::from_secs(3);
 
 /// The pipeline file of a case.
 fn pipeline(brokers: &str, group: &str, topic: &str, sink: &str, chaos: &str) -> String {
+    let session = SESSION.as_millis();
+    let heartbeat = session / 6;
     let mut text = format!(
         "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\nprogress_secs = 5\n\
-         [kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n\"heartbeat.interval.ms\" = \"1000\"\n\
+         [kafka.properties]\n\"session.timeout.ms\" = \"{session}\"\n\"heartbeat.interval.ms\" = \"{heartbeat}\"\n\
          \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n{sink}"
     );
     if !chaos.is_empty() {
