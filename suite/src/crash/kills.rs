@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::destinations::CrashDestination;
 use super::supervisor::Supervisor;
-use super::{Case, SESSION, Size, committed, held_partitions};
+use super::{Case, Size, committed, held_partitions};
 
 /// How long a kill waits for the restarted process to write before it takes the group for
 /// stalled: it kills then, and keeps the process down past the session timeout, so the dead
@@ -156,7 +156,7 @@ pub(crate) async fn kill_on_progress(
         }
         let owned = held_partitions(watch.dir, 1).remove(0);
         let hold = if stalled {
-            SESSION + Duration::from_secs(2)
+            Case::Kill.session() + Duration::from_secs(2)
         } else {
             MEASURE_HOLD
         };
