@@ -2,7 +2,8 @@
 # The runtime's crash suite: builds pico-kafka with the sinks the suite drives, then runs
 # pico-crash against a real broker (tansu natively, Kafka through docker, or
 # PICO_KAFKA_BROKERS) and writes docs/crash-suite.{json,md}. Extra arguments go to pico-crash
-# (e.g. --reduced, --sink postgres, --case kill, --no-write); `--build-only` builds and stops.
+# (e.g. --reduced, --sink postgres, --case kill, --no-write, --jobs 1: sinks at once, default 2);
+# `--build-only` builds and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"

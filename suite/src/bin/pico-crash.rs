@@ -6,12 +6,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use futures_util::StreamExt;
+use futures_util::stream;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::runner::today;
 use pico_suite::crash::destinations::{CrashDestination, CrashSink};
 use pico_suite::crash::report::{CrashReport, render};
+use pico_suite::crash::shared_broker::SharedBroker;
 use pico_suite::crash::supervisor::runtime_binary;
-use pico_suite::crash::{Bench, Case, Size, run_case};
+use pico_suite::crash::{Bench, Case, CaseResult, Size, run_case};
 use pico_suite::servers::kafka::Broker;
 
 #[derive(Parser)]
@@ -35,6 +38,62 @@ struct Cli {
     /// Print only.
     #[arg(long)]
     no_write: bool,
+    /// Sinks run at once, each with its own destination, topics and groups (their cases mostly
+    /// wait on session timeouts and holds). The broker case, which stops the shared broker,
+    /// always runs alone.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+}
+
+/// What one sink's run left: its destination and its cases, or why it could not run here.
+type SinkRun = Result<(pico_conformance::target::ServerInfo, Vec<CaseResult>), String>;
+
+/// What the sinks share.
+struct Shared<'a> {
+    broker: &'a SharedBroker,
+    runtime: &'a std::path::Path,
+    work: &'a std::path::Path,
+    size: Size,
+    cases: &'a [Case],
+}
+
+/// Provides the destination of `sink`, runs every case against it in order and stops it.
+async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
+    let destination = CrashDestination::provide(sink).await?;
+    let info = destination.info().await;
+    let bench = Bench {
+        broker: shared.broker,
+        destination: &destination,
+        runtime: shared.runtime,
+        work: shared.work,
+        size: shared.size,
+    };
+    let mut results = Vec::new();
+    for &case in shared.cases {
+        eprintln!("[{}] {} ...", sink.id(), case.id());
+        let result = run_case(&bench, sink, case).await;
+        eprintln!(
+            "[{}] {}: produced {}, lost {}, duplicates {} (bound {}), starts {}, kills {}, {:.0} s: {}",
+            sink.id(),
+            case.id(),
+            result.produced,
+            result.lost_count,
+            result.duplicates,
+            result.duplicate_bound,
+            result.processes.starts,
+            result.processes.kills,
+            result.seconds,
+            match &result.verdict {
+                Ok(()) => "ok".to_owned(),
+                Err(e) => format!("FAIL {e}"),
+            }
+        );
+        results.push(result);
+    }
+    if let Err(e) = destination.stop().await {
+        eprintln!("[{}] stopping the destination: {e}", sink.id());
+    }
+    Ok((info, results))
 }
 
 fn pick<T: Copy>(
@@ -84,7 +143,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
         Size::FULL
     };
     let runtime = runtime_binary()?;
-    let mut broker = broker(cli.broker)
+    let broker = broker(cli.broker)
         .await
         .map_err(|e| format!("no broker: {e}"))?;
     let work = tempfile::Builder::new()
@@ -107,49 +166,39 @@ async fn run(cli: Cli) -> Result<bool, String> {
         servers: Vec::new(),
         results: Vec::new(),
         skipped: Vec::new(),
+        jobs: cli.jobs.max(1),
     };
-    for sink in sinks {
-        let destination = match CrashDestination::provide(sink).await {
-            Ok(d) => d,
+    eprintln!("{} sinks at once", cli.jobs.max(1));
+    let broker = SharedBroker::new(broker);
+    let shared = Shared {
+        broker: &broker,
+        runtime: &runtime,
+        work: work.path(),
+        size,
+        cases: &cases,
+    };
+    let mut runs: Vec<(usize, CrashSink, SinkRun)> = stream::iter(sinks.into_iter().enumerate())
+        .map(|(i, sink)| {
+            let shared = &shared;
+            async move { (i, sink, run_sink(shared, sink).await) }
+        })
+        .buffer_unordered(cli.jobs.max(1))
+        .collect()
+        .await;
+    runs.sort_by_key(|(i, _, _)| *i);
+    for (_, sink, run) in runs {
+        match run {
+            Ok((info, results)) => {
+                report.servers.push((sink, info));
+                report.results.extend(results);
+            }
             Err(why) => {
                 eprintln!("[{}] SKIPPED — {why}", sink.id());
                 report.skipped.push((sink, why));
-                continue;
             }
-        };
-        report.servers.push((sink, destination.info().await));
-        for &case in &cases {
-            eprintln!("[{}] {} ...", sink.id(), case.id());
-            let mut bench = Bench {
-                broker: &mut broker,
-                destination: &destination,
-                runtime: &runtime,
-                work: work.path(),
-                size,
-            };
-            let result = run_case(&mut bench, sink, case).await;
-            eprintln!(
-                "[{}] {}: produced {}, lost {}, duplicates {} (bound {}), starts {}, kills {}, {:.0} s: {}",
-                sink.id(),
-                case.id(),
-                result.produced,
-                result.lost_count,
-                result.duplicates,
-                result.duplicate_bound,
-                result.processes.starts,
-                result.processes.kills,
-                result.seconds,
-                match &result.verdict {
-                    Ok(()) => "ok".to_owned(),
-                    Err(e) => format!("FAIL {e}"),
-                }
-            );
-            report.results.push(result);
-        }
-        if let Err(e) = destination.stop().await {
-            eprintln!("[{}] stopping the destination: {e}", sink.id());
         }
     }
+    let broker = broker.into_inner();
     if let Err(e) = broker.stop().await {
         eprintln!("stopping the broker: {e}");
     }

@@ -18,6 +18,7 @@
 pub mod destinations;
 pub mod kills;
 pub mod report;
+pub mod shared_broker;
 pub mod supervisor;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,10 +33,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use crate::servers::kafka::Broker;
 use destinations::{CrashDestination, CrashSink};
 pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
+use shared_broker::{BrokerTurn, SharedBroker};
 use supervisor::{ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
@@ -171,8 +172,8 @@ pub struct CaseResult {
 
 /// What a run needs.
 pub struct Bench<'a> {
-    /// The broker.
-    pub broker: &'a mut Broker,
+    /// The broker, shared with the cases of other sinks that run at once.
+    pub broker: &'a SharedBroker,
     /// The destination.
     pub destination: &'a CrashDestination,
     /// The runtime binary.
@@ -322,10 +323,12 @@ fn chaos(case: Case, panic_marker: &Path, written: &Path) -> String {
 }
 
 /// Runs one case and measures it.
-pub async fn run_case(bench: &mut Bench<'_>, sink: CrashSink, case: Case) -> CaseResult {
+pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseResult {
+    // Timed from when the case has the broker: the broker case may wait for others first.
+    let mut broker = bench.broker.turn(case).await;
     let started = Instant::now();
     let mut notes = Vec::new();
-    let outcome = run_case_inner(bench, sink, case, &mut notes).await;
+    let outcome = run_case_inner(bench, &mut broker, sink, case, &mut notes).await;
     let seconds = started.elapsed().as_secs_f64();
     match outcome {
         Ok(mut r) => {
@@ -354,19 +357,20 @@ pub async fn run_case(bench: &mut Bench<'_>, sink: CrashSink, case: Case) -> Cas
 }
 
 async fn run_case_inner(
-    bench: &mut Bench<'_>,
+    bench: &Bench<'_>,
+    broker: &mut BrokerTurn<'_>,
     sink: CrashSink,
     case: Case,
     notes: &mut Vec<String>,
 ) -> Result<CaseResult, String> {
-    if case == Case::Broker && !bench.broker.can_restart() {
+    if case == Case::Broker && !broker.can_restart() {
         return Err("not applicable: an external broker cannot be stopped by the suite".into());
     }
     let id = nonce();
     let topic = format!("crash-{}-{}-{id}", sink.id(), case.id());
     let isolation = format!("crash-{}-{id}", case.id());
     let group = format!("pico-crash-{id}");
-    bench.broker.create_topic(&topic, PARTITIONS).await?;
+    broker.create_topic(&topic, PARTITIONS).await?;
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
     let sink_toml = bench.destination.sink_toml(&isolation, proxy.addr())?;
@@ -378,7 +382,7 @@ async fn run_case_inner(
     std::fs::write(
         &file,
         pipeline(
-            &bench.broker.brokers,
+            &broker.brokers,
             &group,
             &topic,
             case.session(),
@@ -393,7 +397,7 @@ async fn run_case_inner(
     let processes = if case == Case::Group { 3 } else { 1 };
     let supervisor = Supervisor::start(bench.runtime, &file, &dir, processes);
     let producer = tokio::spawn(produce(
-        bench.broker.brokers.clone(),
+        broker.brokers.clone(),
         topic.clone(),
         paced(bench.size, case),
     ));
@@ -403,7 +407,7 @@ async fn run_case_inner(
         Case::Kill => {
             let produced = || producer.is_finished();
             let watch = KillWatch {
-                brokers: &bench.broker.brokers,
+                brokers: &broker.brokers,
                 group: &group,
                 topic: &topic,
                 isolation: &isolation,
@@ -418,8 +422,7 @@ async fn run_case_inner(
         Case::Broker => {
             tokio::time::sleep(Duration::from_secs(2)).await;
             let down = Instant::now();
-            bench
-                .broker
+            broker
                 .stop_for(Duration::from_secs(bench.size.outage_secs))
                 .await?;
             notes.push(format!(
@@ -461,7 +464,7 @@ async fn run_case_inner(
     let mut last_move = (BTreeMap::new(), Instant::now());
     let mut regroups = 0;
     while Instant::now() < deadline {
-        let now = committed(&bench.broker.brokers, &group, &topic)
+        let now = committed(&broker.brokers, &group, &topic)
             .await
             .unwrap_or_default();
         if ends
@@ -515,7 +518,7 @@ async fn run_case_inner(
         notes.push("the group had not committed every partition by the deadline".into());
     }
     // Finished means committed: after the drain, the group's offsets are the partition ends.
-    let drained = committed(&bench.broker.brokers, &group, &topic).await?;
+    let drained = committed(&broker.brokers, &group, &topic).await?;
     let unfinished = unfinished(&ends, &drained);
     if unfinished.is_none() {
         notes.push(format!(

@@ -28,6 +28,13 @@ pub struct CrashReport {
     pub results: Vec<CaseResult>,
     /// Sinks that could not run here, with the reason.
     pub skipped: Vec<(CrashSink, String)>,
+    /// Sinks that ran at once (reports from before this field ran one at a time).
+    #[serde(default = "one_at_a_time")]
+    pub jobs: usize,
+}
+
+fn one_at_a_time() -> usize {
+    1
 }
 
 impl CrashReport {
@@ -65,6 +72,21 @@ fn cell(r: &CaseResult) -> String {
                 .unwrap_or_default();
             format!("{mark} {lost} · {} dup{kills}{stalled}", r.duplicates)
         }
+    }
+}
+
+/// How the sinks shared the run, when several ran at once (the seconds of a case then include
+/// time the machine spent on another sink's case); nothing for a run of one sink at a time, as
+/// every report before this sentence was.
+fn at_once(jobs: usize) -> String {
+    if jobs <= 1 {
+        String::new()
+    } else {
+        format!(
+            " Up to {jobs} sinks ran at once, each with its own destination, topics and consumer \
+             groups, so the seconds of a case include time shared with another sink's case; the \
+             broker case, which stops the shared broker, ran alone."
+        )
     }
 }
 
@@ -107,12 +129,13 @@ pub fn render(report: &CrashReport) -> String {
          consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
          process runs under a supervisor that restarts it when it exits. Loss is counted against \
          the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
-         one per record.{finished}\n",
+         one per record.{finished}{}\n",
         report.size_name,
         report.size.records,
         report.size.outage_secs,
         report.broker.name,
-        report.broker.version
+        report.broker.version,
+        at_once(report.jobs)
     );
     let _ = writeln!(
         md,
