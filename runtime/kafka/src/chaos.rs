@@ -1,5 +1,5 @@
-//! Sink wrappers for crash tests: [`PanicOnce`] panics inside one `consume` (the process
-//! aborts and resumes from the committed offset); [`HoldAfterWrite`] says when a batch is
+//! Sink wrappers for crash tests: [`PanicOnce`] panics inside one `consume` once it wrote part
+//! of the batch (the process aborts and resumes from the committed offset); [`HoldAfterWrite`] says when a batch is
 //! written and holds it before its commit, so a kill lands between the two.
 
 use std::io::Write;
@@ -9,21 +9,86 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 
-/// Panics inside the first `consume` after start if `marker` does not exist (creating it
-/// first, so a restarted process runs normally).
+/// Inside the first `consume` after start, if `marker` does not exist: writes the first half
+/// of the batch (at least one record) through the inner sink, records what it wrote in
+/// `marker` ([`CutBatch`]), waits `hold` (the process still owns its partitions, nothing of the
+/// batch is committed) and panics, so the process aborts with part of a batch in the
+/// destination. Once the marker exists, nothing happens: a restarted process runs normally.
 pub struct PanicOnce<S> {
     inner: S,
     marker: PathBuf,
+    hold: Duration,
 }
 
 impl<S> PanicOnce<S> {
     /// Wraps `inner`.
-    pub fn new(inner: S, marker: impl Into<PathBuf>) -> Self {
+    pub fn new(inner: S, marker: impl Into<PathBuf>, hold: Duration) -> Self {
         Self {
             inner,
             marker: marker.into(),
+            hold,
         }
     }
+}
+
+/// What [`PanicOnce`] wrote of the batch it panicked in, as its marker file holds it: one line
+/// `partition first last_written last`, then the batch id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutBatch {
+    /// The batch's partition.
+    pub partition: u32,
+    /// The batch's first offset.
+    pub first: u64,
+    /// The last offset written before the panic.
+    pub last_written: u64,
+    /// The batch's last offset.
+    pub last: u64,
+}
+
+impl CutBatch {
+    /// The marker file's text.
+    pub fn to_marker(self, batch: &Batch) -> String {
+        format!(
+            "{} {} {} {}\n{}\n",
+            self.partition,
+            self.first,
+            self.last_written,
+            self.last,
+            batch.id()
+        )
+    }
+
+    /// Reads a marker file's text back.
+    pub fn from_marker(text: &str) -> Option<Self> {
+        let mut n = text
+            .lines()
+            .next()?
+            .split_whitespace()
+            .map(str::parse::<u64>);
+        let mut next = || n.next().and_then(Result::ok);
+        Some(Self {
+            partition: u32::try_from(next()?).ok()?,
+            first: next()?,
+            last_written: next()?,
+            last: next()?,
+        })
+    }
+}
+
+/// The first half of `batch` (at least one record), and what it covers.
+fn first_half(batch: &Batch) -> Result<(Batch, CutBatch), SinkError> {
+    let records = batch.records();
+    let half = records.len().div_ceil(2).max(1);
+    let prefix = Batch::new(records[..half].to_vec())
+        .map_err(|e| SinkError::fatal(format!("chaos: cutting batch {}: {e}", batch.id())))?;
+    let offset = |r: Option<&pico_sink::Record>| r.map_or(0, |r| r.id.offset);
+    let cut = CutBatch {
+        partition: batch.partition(),
+        first: offset(records.first()),
+        last_written: offset(prefix.records().last()),
+        last: offset(records.last()),
+    };
+    Ok((prefix, cut))
 }
 
 #[async_trait]
@@ -33,14 +98,25 @@ impl<S: Sink> Sink for PanicOnce<S> {
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        if !self.marker.exists() && std::fs::write(&self.marker, batch.id().to_string()).is_ok() {
-            panic!(
-                "chaos: a sink panics inside consume of {} (panic_once_file {})",
-                batch.id(),
-                self.marker.display()
-            );
+        if self.marker.exists() || batch.is_empty() {
+            return self.inner.consume(batch).await;
         }
-        self.inner.consume(batch).await
+        let (prefix, cut) = first_half(batch)?;
+        // A failure here is the inner sink's: the runtime retries the whole batch, cut again.
+        self.inner.consume(&prefix).await?;
+        if let Err(e) = std::fs::write(&self.marker, cut.to_marker(batch)) {
+            tracing::warn!(file = %self.marker.display(), error = %e, "chaos: cannot write panic_once_file; not panicking");
+            return self.inner.consume(batch).await;
+        }
+        tokio::time::sleep(self.hold).await;
+        panic!(
+            "chaos: a sink panics inside consume of {} after writing offsets {}..={} \
+             (panic_once_file {})",
+            batch.id(),
+            cut.first,
+            cut.last_written,
+            self.marker.display()
+        );
     }
 
     async fn close(&self) -> Result<(), SinkError> {
@@ -108,5 +184,71 @@ impl<S: Sink> Sink for HoldAfterWrite<S> {
 
     fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
         self.inner.commit_policy()
+    }
+}
+
+#[cfg(all(test, feature = "stdout"))]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use pico_sink::identity::{RecordId, Scope};
+    use pico_sink::{Batch, Record, Sink};
+    use pico_sink_stdout::StdoutSink;
+
+    use super::{CutBatch, PanicOnce};
+
+    fn batch(records: u64) -> Batch {
+        Batch::new(
+            (10..10 + records)
+                .map(|o| Record::new(RecordId::new("t", 3, o), format!("v{o}")))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    fn lines(sink: &PanicOnce<StdoutSink<Vec<u8>>>) -> usize {
+        sink.inner
+            .with_writer(|w| String::from_utf8_lossy(w).lines().count())
+    }
+
+    #[tokio::test]
+    async fn the_panic_comes_after_half_the_batch_is_written_and_only_once() {
+        let marker = std::env::temp_dir().join(format!("pico-panic-once-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let sink = Arc::new(PanicOnce::new(
+            StdoutSink::to_writer(Vec::new(), Scope::default()),
+            &marker,
+            std::time::Duration::ZERO,
+        ));
+        let first = {
+            let sink = sink.clone();
+            tokio::spawn(async move { sink.consume(&batch(5)).await })
+        };
+        let failed = first.await.unwrap_err();
+        assert!(failed.is_panic(), "the first consume must panic");
+        assert_eq!(
+            lines(&sink),
+            3,
+            "three of five records written before the panic"
+        );
+        let cut = CutBatch::from_marker(&std::fs::read_to_string(&marker).unwrap()).unwrap();
+        assert_eq!(
+            cut,
+            CutBatch {
+                partition: 3,
+                first: 10,
+                last_written: 12,
+                last: 14
+            }
+        );
+        sink.consume(&batch(5)).await.unwrap();
+        assert_eq!(
+            lines(&sink),
+            8,
+            "the marker exists: the whole batch goes through"
+        );
+        std::fs::remove_file(&marker).unwrap();
     }
 }

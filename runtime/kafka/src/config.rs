@@ -199,10 +199,17 @@ impl RetrySettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChaosSettings {
-    /// If set and the file does not exist yet: create it, then panic inside the next `consume`
-    /// (the process aborts, as a plugin panic does). Once the file exists, nothing happens: a
-    /// restarted process runs normally.
+    /// If set and the file does not exist yet: inside the next `consume`, write the first half
+    /// of the batch through the sink, record in this file what was written (partition, first
+    /// offset, last offset written, last offset; then the batch id), wait
+    /// [`Self::panic_hold_ms`] and panic (the process aborts, as a plugin panic does, with part
+    /// of a batch in the destination and none of it committed). Once the file exists, nothing
+    /// happens: a restarted process runs normally.
     pub panic_once_file: Option<String>,
+    /// How long the process waits between writing part of the batch and its panic (with
+    /// [`Self::panic_once_file`]): the crash suite reads the destination meanwhile.
+    #[serde(default)]
+    pub panic_hold_ms: u64,
     /// If set: after the sink confirmed a batch, append its id as a line to this file, then
     /// wait [`Self::hold_after_write_ms`] before the offset is committed. The crash suite kills
     /// the process in that window, where the destination holds what the group has not

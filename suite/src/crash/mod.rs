@@ -16,6 +16,7 @@
 //! the whole run).
 
 pub mod destinations;
+pub mod faults;
 pub mod kills;
 pub mod report;
 pub mod shared_broker;
@@ -34,6 +35,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use destinations::{CrashDestination, CrashSink};
+use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
 pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
 use shared_broker::{BrokerTurn, SharedBroker};
@@ -164,6 +166,9 @@ pub struct CaseResult {
     /// The kill case's kills, and how many landed between a write and its commit.
     #[serde(default)]
     pub kills: Option<KillTally>,
+    /// What the fault of every other case did, counted ([`faults`]).
+    #[serde(default)]
+    pub fault: Option<FaultTally>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -312,7 +317,11 @@ const HOLD_AFTER_WRITE: Duration = Duration::from_millis(1_000);
 /// file and hold.
 fn chaos(case: Case, panic_marker: &Path, written: &Path) -> String {
     match case {
-        Case::Panic => format!("panic_once_file = \"{}\"\n", panic_marker.display()),
+        Case::Panic => format!(
+            "panic_once_file = \"{}\"\npanic_hold_ms = {}\n",
+            panic_marker.display(),
+            PANIC_HOLD.as_millis()
+        ),
         Case::Kill => format!(
             "written_file = \"{}\"\nhold_after_write_ms = {}\n",
             written.display(),
@@ -350,6 +359,7 @@ pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseRes
             seconds,
             stalls: 0,
             kills: None,
+            fault: None,
             verdict: Err(e),
             notes,
         },
@@ -402,6 +412,9 @@ async fn run_case_inner(
         paced(bench.size, case),
     ));
     let mut kill_tally = None;
+    let mut cut_batch = None;
+    // Committed offsets when the broker or the destination came back.
+    let mut at_return = BTreeMap::new();
     // The case's fault, while the producer writes.
     match case {
         Case::Kill => {
@@ -418,7 +431,18 @@ async fn run_case_inner(
             };
             kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
         }
-        Case::Panic | Case::Flaky => {}
+        Case::Panic => {
+            let watch = PanicWatch {
+                brokers: &broker.brokers,
+                group: &group,
+                topic: &topic,
+                isolation: &isolation,
+                destination: bench.destination,
+                marker: &marker,
+            };
+            cut_batch = Some(cut_batch_seen(&watch, &supervisor).await);
+        }
+        Case::Flaky => {}
         Case::Broker => {
             tokio::time::sleep(Duration::from_secs(2)).await;
             let down = Instant::now();
@@ -429,6 +453,7 @@ async fn run_case_inner(
                 "broker down and back in {:.1} s",
                 down.elapsed().as_secs_f64()
             ));
+            at_return = committed(&broker.brokers, &group, &topic).await?;
         }
         Case::Destination => {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -436,10 +461,10 @@ async fn run_case_inner(
             tokio::time::sleep(Duration::from_secs(bench.size.outage_secs)).await;
             proxy.set(FaultMode::Pass);
             notes.push(format!(
-                "destination unreachable {} s ({} connections refused)",
-                bench.size.outage_secs,
-                proxy.stats().refused
+                "destination unreachable {} s",
+                bench.size.outage_secs
             ));
+            at_return = committed(&broker.brokers, &group, &topic).await?;
         }
         Case::Group => {
             // Kept down past the session timeout: the dead member leaves the group before its
@@ -502,18 +527,9 @@ async fn run_case_inner(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    if case == Case::Flaky {
-        let s = proxy.stats();
-        notes.push(format!(
-            "{} requests and {} answers cut at random",
-            s.requests_cut, s.acks_lost
-        ));
-    }
+    let cuts = proxy.stats();
     proxy.set(FaultMode::Pass);
     let stats = merge(stats_before, supervisor.stop(Duration::from_secs(30)).await);
-    if case == Case::Panic {
-        notes.push(format!("panic marker written: {}", marker.exists()));
-    }
     if !done {
         notes.push("the group had not committed every partition by the deadline".into());
     }
@@ -533,6 +549,19 @@ async fn run_case_inner(
     proxies.clear().await;
     if let Some(tally) = &kill_tally {
         notes.push(tally.note());
+    }
+    let evidence = Evidence {
+        dir: &dir,
+        processes,
+        cut_batch,
+        at_return: &at_return,
+        drained: &drained,
+        cuts,
+        aborts: stats.exits.get("abort").copied().unwrap_or(0),
+    };
+    let fault = fault_tally(case, evidence);
+    if let Some(tally) = &fault {
+        notes.insert(0, tally.note());
     }
     let mut result = judge(
         (sink, case),
@@ -556,7 +585,76 @@ async fn run_case_inner(
         }
         result.kills = Some(tally);
     }
+    if let Some(why) = fault.as_ref().and_then(FaultTally::failure)
+        && result.verdict.is_ok()
+    {
+        result.verdict = Err(why);
+    }
+    result.fault = fault;
     Ok(result)
+}
+
+/// What a case left to count its fault by, once it drained.
+struct Evidence<'a> {
+    dir: &'a Path,
+    processes: usize,
+    cut_batch: Option<FaultTally>,
+    at_return: &'a BTreeMap<u32, u64>,
+    drained: &'a BTreeMap<u32, u64>,
+    cuts: pico_conformance::fault::FaultStats,
+    aborts: u32,
+}
+
+/// The fault tally of a case (none for the kill case, which has its [`KillTally`]).
+fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
+    use faults::{committed_between, log_lines, partition_moves, retried_batches};
+    let tally = FaultTally::default();
+    Some(match case {
+        Case::Kill => return None,
+        Case::Panic => e.cut_batch.unwrap_or_default().count(
+            "aborts",
+            "process aborts (SIGABRT)",
+            u64::from(e.aborts),
+        ),
+        Case::Broker => tally
+            .count(
+                "consumer errors",
+                "consumer errors the runtime logged (the broker was down)",
+                log_lines(e.dir, e.processes, "consumer error"),
+            )
+            .count(
+                "committed after",
+                "records committed after the broker came back",
+                committed_between(e.at_return, e.drained),
+            ),
+        Case::Destination => tally
+            .count(
+                "refused",
+                "connections the fault proxy refused while the destination was down",
+                e.cuts.refused,
+            )
+            .count(
+                "committed after",
+                "records committed after the destination came back",
+                committed_between(e.at_return, e.drained),
+            ),
+        Case::Group => tally.count(
+            "partition moves",
+            "partition assignments to another member than the one that held it",
+            partition_moves(e.dir, e.processes),
+        ),
+        Case::Flaky => tally
+            .count(
+                "cuts",
+                "requests and answers the fault proxy cut",
+                e.cuts.requests_cut + e.cuts.acks_lost,
+            )
+            .count(
+                "retried",
+                "batches the runtime retried after a failed consume",
+                retried_batches(e.dir, e.processes),
+            ),
+    })
 }
 
 /// The partitions each process slot holds now, from its log: assignments and revocations since
@@ -682,6 +780,7 @@ fn judge(
         seconds: 0.0,
         stalls: 0,
         kills: None,
+        fault: None,
         verdict,
         notes,
     }

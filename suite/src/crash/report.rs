@@ -7,6 +7,7 @@ use pico_conformance::target::ServerInfo;
 use serde::{Deserialize, Serialize};
 
 use super::destinations::CrashSink;
+use super::faults::FaultTally;
 use super::{Case, CaseResult, Size};
 
 /// A whole run.
@@ -70,7 +71,16 @@ fn cell(r: &CaseResult) -> String {
                 .as_ref()
                 .map(|k| format!(" · {}/{} kills effective", k.effective, k.kills))
                 .unwrap_or_default();
-            format!("{mark} {lost} · {} dup{kills}{stalled}", r.duplicates)
+            let fault = r
+                .fault
+                .as_ref()
+                .and_then(FaultTally::headline)
+                .map(|h| format!(" · {h}"))
+                .unwrap_or_default();
+            format!(
+                "{mark} {lost} · {} dup{kills}{fault}{stalled}",
+                r.duplicates
+            )
         }
     }
 }
@@ -123,13 +133,25 @@ pub fn render(report: &CrashReport) -> String {
     } else {
         ""
     };
+    // Runs from before the faults were counted carry no fault tallies.
+    let counted = if report.results.iter().any(|r| r.fault.is_some()) {
+        " Every other case counts what its fault did and fails when a count is 0: the panic \
+         case the records of the batch its sink cut short (half written, then a panic) that the \
+         destination held before the process aborted; the broker case the consumer errors the \
+         runtime logged and the records committed after the broker came back; the destination \
+         case the connections refused and the records committed after it came back; the group \
+         case the partitions that moved between members; the flaky case the cuts and the \
+         batches retried."
+    } else {
+        ""
+    };
     let _ = writeln!(
         md,
         "Size **{}**: {} keyed records per case over 4 partitions, produced while the runtime \
          consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
          process runs under a supervisor that restarts it when it exits. Loss is counted against \
          the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
-         one per record.{finished}{}\n",
+         one per record.{finished}{counted}{}\n",
         report.size_name,
         report.size.records,
         report.size.outage_secs,

@@ -67,7 +67,11 @@ fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
         None => sink,
     };
     Ok(match &chaos.panic_once_file {
-        Some(marker) => Arc::new(PanicOnce::new(sink, marker)),
+        Some(marker) => Arc::new(PanicOnce::new(
+            sink,
+            marker,
+            std::time::Duration::from_millis(chaos.panic_hold_ms),
+        )),
         None => sink,
     })
 }
