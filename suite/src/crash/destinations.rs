@@ -6,13 +6,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pico_conformance::proxy::{FaultProxies, FaultProxy};
-use pico_conformance::target::ServerInfo;
+use pico_conformance::target::{PayloadForm, ReadRow, ServerInfo, payload_checksum};
 use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
+
+use pico_sink::Envelope;
+use pico_sink_clickhouse::unescape_field;
 
 use crate::provide::first_available;
 use crate::servers::clickhouse::ClickHouseServer;
 use crate::servers::postgres::{PgServer, connect};
 use crate::servers::s3::S3Server;
+use crate::targets::row_from_envelope;
 
 /// The sinks the crash suite runs.
 #[derive(
@@ -61,12 +65,41 @@ impl CrashSink {
     }
 }
 
+/// One row a destination holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldRow {
+    /// The record's partition.
+    pub partition: u32,
+    /// The record's offset.
+    pub offset: u64,
+    /// [`payload_checksum`] of its payload as JSON (every destination here stores the produced
+    /// JSON, some normalized).
+    pub payload: u64,
+}
+
+impl HeldRow {
+    fn new(partition: u32, offset: u64, payload: &[u8]) -> Self {
+        Self {
+            partition,
+            offset,
+            payload: payload_checksum(PayloadForm::Json, payload),
+        }
+    }
+
+    fn of(row: &ReadRow) -> Self {
+        Self::new(row.id.partition, row.id.offset, &row.value)
+    }
+}
+
 /// What a destination holds for one topic.
 #[derive(Debug, Default)]
 pub struct Held {
-    /// Every visible row, as (partition, offset).
-    pub rows: Vec<(u32, u64)>,
-    /// Something worth a note (physical rows before merge, objects, table version).
+    /// Every visible row (for ClickHouse the `FINAL` view; elsewhere every physical row).
+    pub rows: Vec<HeldRow>,
+    /// Rows physically stored where the visible view collapses them (ClickHouse before a
+    /// merge), with whether merges were stopped so that none collapsed.
+    pub physical: Option<(u64, bool)>,
+    /// Something worth a note (objects, table version).
     pub note: Option<String>,
 }
 
@@ -95,7 +128,13 @@ impl CrashDestination {
         Ok(match sink {
             CrashSink::Postgres => Self::Postgres(first_available(PgServer::provide).await?),
             CrashSink::Clickhouse => {
-                Self::Clickhouse(first_available(ClickHouseServer::provide).await?)
+                let server = first_available(ClickHouseServer::provide).await?;
+                // On a server started for the suite, no merge collapses a duplicate row before
+                // the physical rows are counted.
+                if !server.is_external() {
+                    server.query("SYSTEM STOP MERGES").await?;
+                }
+                Self::Clickhouse(server)
             }
             CrashSink::S3 | CrashSink::DeltaS3 => {
                 let server = first_available(S3Server::provide).await?;
@@ -195,7 +234,8 @@ impl CrashDestination {
             Self::Postgres(s) => {
                 let c = connect(s.url()).await?;
                 let sql = format!(
-                    "SELECT pico_partition, pico_offset FROM public.\"{table}\" WHERE pico_topic = $1"
+                    "SELECT pico_partition, pico_offset, value::text FROM public.\"{table}\" \
+                     WHERE pico_topic = $1"
                 );
                 let rows = c
                     .query(&sql, &[&topic])
@@ -204,16 +244,24 @@ impl CrashDestination {
                 Ok(Held {
                     rows: rows
                         .iter()
-                        .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, i64>(1) as u64))
+                        .map(|r| {
+                            let value: Option<String> = r.get(2);
+                            HeldRow::new(
+                                r.get::<_, i32>(0) as u32,
+                                r.get::<_, i64>(1) as u64,
+                                value.unwrap_or_default().as_bytes(),
+                            )
+                        })
                         .collect(),
+                    physical: None,
                     note: None,
                 })
             }
             Self::Clickhouse(s) => {
                 let visible = s
                     .query(&format!(
-                        "SELECT pico_partition, pico_offset FROM pico_crash.`{table}` FINAL \
-                         WHERE pico_topic = '{topic}' FORMAT TabSeparated"
+                        "SELECT pico_partition, pico_offset, value FROM pico_crash.`{table}` \
+                         FINAL WHERE pico_topic = '{topic}' FORMAT TabSeparated"
                     ))
                     .await?;
                 let physical = s
@@ -221,12 +269,14 @@ impl CrashDestination {
                         "SELECT count() FROM pico_crash.`{table}` WHERE pico_topic = '{topic}' FORMAT TabSeparated"
                     ))
                     .await?;
+                let physical = String::from_utf8_lossy(&physical)
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|e| format!("count(): {e}"))?;
                 Ok(Held {
-                    rows: parse_pairs(&String::from_utf8_lossy(&visible))?,
-                    note: Some(format!(
-                        "{} physical rows before merge",
-                        String::from_utf8_lossy(&physical).trim()
-                    )),
+                    rows: parse_clickhouse_rows(&visible)?,
+                    physical: Some((physical, !s.is_external())),
+                    note: None,
                 })
             }
             Self::S3 {
@@ -251,11 +301,8 @@ impl CrashDestination {
                     crate::targets::read_delta(&format!("s3://{BUCKET}/{isolation}"), options)
                         .await?;
                 Ok(Held {
-                    rows: back
-                        .rows
-                        .iter()
-                        .map(|r| (r.id.partition, r.id.offset))
-                        .collect(),
+                    rows: back.rows.iter().map(HeldRow::of).collect(),
+                    physical: None,
                     note: back.notes.first().cloned(),
                 })
             }
@@ -264,13 +311,13 @@ impl CrashDestination {
                     .stored()
                     .iter()
                     .filter(|d| d["pico_topic"] == topic)
-                    .filter_map(|d| {
-                        Some((
-                            d["pico_partition"].as_u64()? as u32,
-                            d["pico_offset"].as_u64()?,
-                        ))
+                    .map(|d| {
+                        let envelope: Envelope = serde_json::from_value(d.clone())
+                            .map_err(|e| format!("stored document: {e}"))?;
+                        row_from_envelope(&envelope).map(|r| HeldRow::of(&r))
                     })
-                    .collect(),
+                    .collect::<Result<_, String>>()?,
+                physical: None,
                 note: None,
             }),
         }
@@ -291,15 +338,21 @@ fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-fn parse_pairs(text: &str) -> Result<Vec<(u32, u64)>, String> {
-    text.lines()
+/// `partition \t offset \t value` lines of ClickHouse's TabSeparated output.
+fn parse_clickhouse_rows(text: &[u8]) -> Result<Vec<HeldRow>, String> {
+    text.split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (p, o) = l.split_once('\t').ok_or_else(|| format!("bad row {l:?}"))?;
-            Ok((
-                p.parse().map_err(|e| format!("{l:?}: {e}"))?,
-                o.parse().map_err(|e| format!("{l:?}: {e}"))?,
-            ))
+        .map(|line| {
+            let bad = || format!("bad row {:?}", String::from_utf8_lossy(line));
+            let mut fields = line.splitn(3, |b| *b == b'\t');
+            let mut number = || -> Result<u64, String> {
+                String::from_utf8_lossy(fields.next().ok_or_else(bad)?)
+                    .parse()
+                    .map_err(|e| format!("{}: {e}", bad()))
+            };
+            let (partition, offset) = (number()?, number()?);
+            let value = unescape_field(fields.next().ok_or_else(bad)?);
+            Ok(HeldRow::new(partition as u32, offset, &value))
         })
         .collect()
 }
@@ -335,12 +388,9 @@ async fn read_objects(server: &S3Server, prefix: &str) -> Result<Held, String> {
                 .map_err(|e| format!("GET {key}: {e}"))?
                 .into_bytes();
             for line in String::from_utf8_lossy(&body).lines() {
-                let v: serde_json::Value =
+                let envelope: Envelope =
                     serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
-                rows.push((
-                    v["pico_partition"].as_u64().unwrap_or(u64::MAX) as u32,
-                    v["pico_offset"].as_u64().unwrap_or(u64::MAX),
-                ));
+                rows.push(HeldRow::of(&row_from_envelope(&envelope)?));
             }
         }
         match page.next_continuation_token() {
@@ -350,6 +400,7 @@ async fn read_objects(server: &S3Server, prefix: &str) -> Result<Held, String> {
     }
     Ok(Held {
         rows,
+        physical: None,
         note: Some(format!("{objects} objects")),
     })
 }

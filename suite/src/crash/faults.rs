@@ -8,7 +8,8 @@
 //! - destination: the connections the fault proxy refused, and the records committed after the
 //!   destination came back;
 //! - group: partitions that moved from one member to another;
-//! - flaky: requests and answers cut, and the batches the runtime retried.
+//! - flaky: requests and answers cut, and the retries: batches the runtime retried and requests
+//!   the sink's own client retried.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -96,6 +97,21 @@ fn logs(dir: &Path, processes: usize) -> Vec<String> {
             std::fs::read_to_string(dir.join(format!("runtime-{slot}.log"))).unwrap_or_default()
         })
         .collect()
+}
+
+/// The retries a flaky path caused, in words and in all: batches the runtime's driver retried
+/// after a failed `consume`, and requests the sink's own client retried before `consume`
+/// returned (object_store logs each; the Delta sink never fails a batch for one cut).
+pub(crate) fn retries(dir: &Path, processes: usize) -> (String, u64) {
+    let batches = retried_batches(dir, processes);
+    let requests = log_lines(dir, processes, "object_store::client::retry");
+    (
+        format!(
+            "retries ({batches} batches the runtime retried after a failed consume, {requests} \
+             requests the sink's client retried)"
+        ),
+        batches + requests,
+    )
 }
 
 /// Batches the runtime's driver retried after a failed `consume` (distinct batch ids of its
@@ -208,8 +224,10 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
         Ok(held) => held
             .rows
             .iter()
-            .filter(|(p, o)| *p == cut.partition && (cut.first..=cut.last_written).contains(o))
-            .map(|(_, o)| *o)
+            .filter(|r| {
+                r.partition == cut.partition && (cut.first..=cut.last_written).contains(&r.offset)
+            })
+            .map(|r| r.offset)
             .collect(),
         Err(e) => {
             tally.problem = Some(format!("reading the destination before the panic: {e}"));

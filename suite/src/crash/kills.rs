@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::destinations::CrashDestination;
 use super::supervisor::Supervisor;
-use super::{Case, Size, committed, held_partitions};
+use super::{Case, Size, committed, held_partitions, partition_ends};
 
 /// How long a kill waits for the restarted process to write before it takes the group for
 /// stalled: it kills then, and keeps the process down past the session timeout, so the dead
@@ -196,11 +196,7 @@ async fn ahead_of_commit(
 ) -> Result<Vec<(u32, u64, u64)>, String> {
     let held = watch.destination.read(watch.isolation, watch.topic).await?;
     let commits = committed(watch.brokers, watch.group, watch.topic).await?;
-    let mut ends: BTreeMap<u32, u64> = BTreeMap::new();
-    for (p, o) in held.rows {
-        let end = ends.entry(p).or_default();
-        *end = (*end).max(o + 1);
-    }
+    let ends = partition_ends(held.rows.iter().map(|r| (r.partition, r.offset)));
     Ok(owned
         .iter()
         .map(|p| {

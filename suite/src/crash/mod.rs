@@ -18,6 +18,7 @@
 pub mod destinations;
 pub mod faults;
 pub mod kills;
+pub mod physical;
 pub mod report;
 pub mod shared_broker;
 pub mod supervisor;
@@ -28,16 +29,18 @@ use std::time::{Duration, Instant};
 
 use pico_conformance::fault::{FaultMode, FaultSwitch, Flaky};
 use pico_conformance::proxy::FaultProxies;
+use pico_conformance::target::{PayloadForm, payload_checksum};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use destinations::{CrashDestination, CrashSink};
+use destinations::{CrashDestination, CrashSink, HeldRow};
 use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
 pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
+use physical::PhysicalCheck;
 use shared_broker::{BrokerTurn, SharedBroker};
 use supervisor::{ProcessStats, Supervisor};
 
@@ -169,6 +172,10 @@ pub struct CaseResult {
     /// What the fault of every other case did, counted ([`faults`]).
     #[serde(default)]
     pub fault: Option<FaultTally>,
+    /// What the destination physically holds: rows beyond one per record, payloads unlike
+    /// what was produced ([`physical`]).
+    #[serde(default)]
+    pub physical: Option<PhysicalCheck>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -197,19 +204,16 @@ fn nonce() -> String {
     format!("{:x}", (nanos as u64) & 0xffff_ffff)
 }
 
-/// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged.
-async fn produce(
-    brokers: String,
-    topic: String,
-    size: Size,
-) -> Result<BTreeSet<(u32, u64)>, String> {
+/// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged,
+/// each with the [`payload_checksum`] of its JSON payload.
+async fn produce(brokers: String, topic: String, size: Size) -> Result<Produced, String> {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", &brokers)
         .set("acks", "all")
         .set("message.timeout.ms", "120000")
         .create()
         .map_err(|e| e.to_string())?;
-    let mut acked = BTreeSet::new();
+    let mut acked = Produced::new();
     let chunk = (size.rate / 10).max(1);
     let started = Instant::now();
     let mut sent = 0u64;
@@ -221,6 +225,7 @@ async fn produce(
             let value = format!("{{\"i\":{i},\"reading\":{}}}", (i * 7919) % 10_000);
             let producer = producer.clone();
             let topic = topic.clone();
+            let payload = payload_checksum(PayloadForm::Json, value.as_bytes());
             pending.push(tokio::spawn(async move {
                 producer
                     .send(
@@ -228,12 +233,13 @@ async fn produce(
                         Duration::from_secs(120),
                     )
                     .await
+                    .map(|delivery| (delivery, payload))
                     .map_err(|(e, _)| e.to_string())
             }));
         }
         for p in pending {
-            let delivery = p.await.map_err(|e| e.to_string())??;
-            acked.insert((delivery.partition as u32, delivery.offset as u64));
+            let (delivery, payload) = p.await.map_err(|e| e.to_string())??;
+            acked.insert((delivery.partition as u32, delivery.offset as u64), payload);
         }
         sent = end;
         let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
@@ -280,6 +286,9 @@ pub(crate) async fn committed(
     .await
     .map_err(|e| e.to_string())?
 }
+
+/// What the producer wrote: per acknowledged `(partition, offset)`, the payload's checksum.
+pub(crate) type Produced = BTreeMap<(u32, u64), u64>;
 
 /// Session timeout of the runtime's consumers in every case but the kill case.
 const SESSION: Duration = Duration::from_secs(6);
@@ -360,6 +369,7 @@ pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseRes
             stalls: 0,
             kills: None,
             fault: None,
+            physical: None,
             verdict: Err(e),
             notes,
         },
@@ -477,11 +487,7 @@ async fn run_case_inner(
         }
     }
     let produced = producer.await.map_err(|e| e.to_string())??;
-    let mut ends: BTreeMap<u32, u64> = BTreeMap::new();
-    for (p, o) in &produced {
-        let e = ends.entry(*p).or_default();
-        *e = (*e).max(o + 1);
-    }
+    let ends = partition_ends(produced.keys().copied());
     let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
     let mut done = false;
     let mut supervisor = supervisor;
@@ -543,8 +549,8 @@ async fn run_case_inner(
         ));
     }
     let held = bench.destination.read(&isolation, &topic).await?;
-    if let Some(n) = held.note {
-        notes.push(n);
+    if let Some(n) = &held.note {
+        notes.push(n.clone());
     }
     proxies.clear().await;
     if let Some(tally) = &kill_tally {
@@ -563,6 +569,8 @@ async fn run_case_inner(
     if let Some(tally) = &fault {
         notes.insert(0, tally.note());
     }
+    let physical = PhysicalCheck::of(&produced, &held);
+    notes.push(physical.note());
     let mut result = judge(
         (sink, case),
         &produced,
@@ -591,6 +599,12 @@ async fn run_case_inner(
         result.verdict = Err(why);
     }
     result.fault = fault;
+    if let Some(why) = physical.failure(sink.keyed())
+        && result.verdict.is_ok()
+    {
+        result.verdict = Err(why);
+    }
+    result.physical = Some(physical);
     Ok(result)
 }
 
@@ -607,8 +621,9 @@ struct Evidence<'a> {
 
 /// The fault tally of a case (none for the kill case, which has its [`KillTally`]).
 fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
-    use faults::{committed_between, log_lines, partition_moves, retried_batches};
+    use faults::{committed_between, log_lines, partition_moves, retries};
     let tally = FaultTally::default();
+    let retries = retries(e.dir, e.processes);
     Some(match case {
         Case::Kill => return None,
         Case::Panic => e.cut_batch.unwrap_or_default().count(
@@ -649,11 +664,7 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
                 "requests and answers the fault proxy cut",
                 e.cuts.requests_cut + e.cuts.acks_lost,
             )
-            .count(
-                "retried",
-                "batches the runtime retried after a failed consume",
-                retried_batches(e.dir, e.processes),
-            ),
+            .count("retries", &retries.0, retries.1),
     })
 }
 
@@ -700,6 +711,16 @@ fn unfinished(ends: &BTreeMap<u32, u64>, committed: &BTreeMap<u32, u64>) -> Opti
     })
 }
 
+/// Per partition, one past the highest of `offsets`: where the partition ends.
+pub(crate) fn partition_ends(offsets: impl Iterator<Item = (u32, u64)>) -> BTreeMap<u32, u64> {
+    let mut ends: BTreeMap<u32, u64> = BTreeMap::new();
+    for (p, o) in offsets {
+        let end = ends.entry(p).or_default();
+        *end = (*end).max(o + 1);
+    }
+    ends
+}
+
 /// `p0 5012, p1 4987, …`.
 fn offsets(by_partition: &BTreeMap<u32, u64>) -> String {
     by_partition
@@ -722,22 +743,22 @@ fn merge(mut a: ProcessStats, b: ProcessStats) -> ProcessStats {
 /// Counts and the verdict.
 fn judge(
     (sink, case): (CrashSink, Case),
-    produced: &BTreeSet<(u32, u64)>,
-    rows: &[(u32, u64)],
+    produced: &Produced,
+    rows: &[HeldRow],
     processes: ProcessStats,
     regroups: u32,
     notes: Vec<String>,
 ) -> CaseResult {
     let mut copies: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     for r in rows {
-        *copies.entry(*r).or_default() += 1;
+        *copies.entry((r.partition, r.offset)).or_default() += 1;
     }
     let lost: Vec<String> = produced
-        .iter()
+        .keys()
         .filter(|k| !copies.contains_key(k))
         .map(|(p, o)| format!("{p}:{o}"))
         .collect();
-    let distinct = produced.iter().filter(|k| copies.contains_key(k)).count() as u64;
+    let distinct = produced.keys().filter(|k| copies.contains_key(k)).count() as u64;
     let duplicates: u64 = copies.values().map(|n| n - 1).sum();
     let interruptions = u32::from(case == Case::Broker)
         + regroups
@@ -781,6 +802,7 @@ fn judge(
         stalls: 0,
         kills: None,
         fault: None,
+        physical: None,
         verdict,
         notes,
     }

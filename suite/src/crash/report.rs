@@ -141,7 +141,16 @@ pub fn render(report: &CrashReport) -> String {
          runtime logged and the records committed after the broker came back; the destination \
          case the connections refused and the records committed after it came back; the group \
          case the partitions that moved between members; the flaky case the cuts and the \
-         batches retried."
+         retries (batches the runtime retried, requests the sink's client retried)."
+    } else {
+        ""
+    };
+    // Runs from before the physical check judged only the visible rows.
+    let physical = if report.results.iter().any(|r| r.physical.is_some()) {
+        " What the destination stores is judged, not only its visible view: every stored row is \
+         counted (ClickHouse without `FINAL`, with merges stopped on the server started for the \
+         suite) and a sink keyed on the record identity or a watermark fails with any row beyond \
+         one per record; every payload is compared by checksum (as JSON) with the one produced."
     } else {
         ""
     };
@@ -151,7 +160,7 @@ pub fn render(report: &CrashReport) -> String {
          consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
          process runs under a supervisor that restarts it when it exits. Loss is counted against \
          the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
-         one per record.{finished}{counted}{}\n",
+         one per record.{finished}{counted}{physical}{}\n",
         report.size_name,
         report.size.records,
         report.size.outage_secs,

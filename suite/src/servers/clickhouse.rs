@@ -120,6 +120,12 @@ impl ClickHouseServer {
         .await
     }
 
+    /// Whether the server is the user's (connected to, not started here): nothing server-wide
+    /// may be changed on it.
+    pub fn is_external(&self) -> bool {
+        matches!(self.keep, Keep::External)
+    }
+
     /// HTTP interface URL.
     pub fn url(&self) -> &str {
         &self.url
