@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 use pico_kafka::chaos::CutBatch;
 use serde::{Deserialize, Serialize};
 
-use super::committed;
-use super::destinations::CrashDestination;
+use super::Place;
 use super::supervisor::Supervisor;
 
 /// One thing a fault did, counted.
@@ -179,16 +178,8 @@ pub(crate) fn committed_between(before: &BTreeMap<u32, u64>, after: &BTreeMap<u3
 
 /// Where the panic case looks.
 pub(crate) struct PanicWatch<'a> {
-    /// Broker bootstrap list.
-    pub brokers: &'a str,
-    /// The group.
-    pub group: &'a str,
-    /// The topic.
-    pub topic: &'a str,
-    /// The sink's isolation name.
-    pub isolation: &'a str,
-    /// The destination.
-    pub destination: &'a CrashDestination,
+    /// The case's topic, group and destination.
+    pub place: &'a Place<'a>,
     /// The marker file the runtime writes once it has written part of a batch.
     pub marker: &'a Path,
 }
@@ -215,10 +206,7 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let mut tally = FaultTally::default();
-    let (held, committed) = tokio::join!(
-        watch.destination.read(watch.isolation, watch.topic),
-        committed(watch.brokers, watch.group, watch.topic)
-    );
+    let (held, committed) = tokio::join!(watch.place.held(), watch.place.committed());
     let aborted_meanwhile = supervisor.stats().exits.contains_key("abort");
     let present: BTreeSet<u64> = match held {
         Ok(held) => held

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::destinations::CrashDestination;
 use super::supervisor::Supervisor;
-use super::{Case, Size, committed, held_partitions, partition_ends};
+use super::{Case, Place, Size, held_partitions, partition_ends};
 
 /// How long a kill waits for the restarted process to write before it takes the group for
 /// stalled: it kills then, and keeps the process down past the session timeout, so the dead
@@ -73,11 +72,8 @@ impl KillTally {
 
 /// Where the kills look.
 pub(crate) struct KillWatch<'a> {
-    pub brokers: &'a str,
-    pub group: &'a str,
-    pub topic: &'a str,
-    pub isolation: &'a str,
-    pub destination: &'a CrashDestination,
+    /// The case's topic, group and destination.
+    pub place: &'a Place<'a>,
     /// The runtime's logs (which partitions it holds).
     pub dir: &'a Path,
     /// The file the runtime appends each written batch to ([chaos] written_file).
@@ -194,8 +190,8 @@ async fn ahead_of_commit(
     watch: &KillWatch<'_>,
     owned: &std::collections::BTreeSet<i32>,
 ) -> Result<Vec<(u32, u64, u64)>, String> {
-    let held = watch.destination.read(watch.isolation, watch.topic).await?;
-    let commits = committed(watch.brokers, watch.group, watch.topic).await?;
+    let held = watch.place.held().await?;
+    let commits = watch.place.committed().await?;
     let ends = partition_ends(held.rows.iter().map(|r| (r.partition, r.offset)));
     Ok(owned
         .iter()

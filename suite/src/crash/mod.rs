@@ -287,6 +287,27 @@ pub(crate) async fn committed(
     .map_err(|e| e.to_string())?
 }
 
+/// Where one case's records go: its topic on the broker, its group, its destination.
+pub(crate) struct Place<'a> {
+    brokers: &'a str,
+    group: &'a str,
+    topic: &'a str,
+    isolation: &'a str,
+    destination: &'a CrashDestination,
+}
+
+impl Place<'_> {
+    /// What the destination holds of the topic now.
+    async fn held(&self) -> Result<destinations::Held, String> {
+        self.destination.read(self.isolation, self.topic).await
+    }
+
+    /// The group's committed offsets now.
+    async fn committed(&self) -> Result<BTreeMap<u32, u64>, String> {
+        committed(self.brokers, self.group, self.topic).await
+    }
+}
+
 /// What the producer wrote: per acknowledged `(partition, offset)`, the payload's checksum.
 pub(crate) type Produced = BTreeMap<(u32, u64), u64>;
 
@@ -421,6 +442,15 @@ async fn run_case_inner(
         topic.clone(),
         paced(bench.size, case),
     ));
+    // Its own copy: the broker case stops the broker (a `&mut` borrow) while the place lives.
+    let brokers = broker.brokers.clone();
+    let place = Place {
+        brokers: &brokers,
+        group: &group,
+        topic: &topic,
+        isolation: &isolation,
+        destination: bench.destination,
+    };
     let mut kill_tally = None;
     let mut cut_batch = None;
     // Committed offsets when the broker or the destination came back.
@@ -430,11 +460,7 @@ async fn run_case_inner(
         Case::Kill => {
             let produced = || producer.is_finished();
             let watch = KillWatch {
-                brokers: &broker.brokers,
-                group: &group,
-                topic: &topic,
-                isolation: &isolation,
-                destination: bench.destination,
+                place: &place,
                 dir: &dir,
                 written: &written,
                 produced: &produced,
@@ -443,11 +469,7 @@ async fn run_case_inner(
         }
         Case::Panic => {
             let watch = PanicWatch {
-                brokers: &broker.brokers,
-                group: &group,
-                topic: &topic,
-                isolation: &isolation,
-                destination: bench.destination,
+                place: &place,
                 marker: &marker,
             };
             cut_batch = Some(cut_batch_seen(&watch, &supervisor).await);
@@ -463,7 +485,7 @@ async fn run_case_inner(
                 "broker down and back in {:.1} s",
                 down.elapsed().as_secs_f64()
             ));
-            at_return = committed(&broker.brokers, &group, &topic).await?;
+            at_return = place.committed().await?;
         }
         Case::Destination => {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -474,15 +496,21 @@ async fn run_case_inner(
                 "destination unreachable {} s",
                 bench.size.outage_secs
             ));
-            at_return = committed(&broker.brokers, &group, &topic).await?;
+            at_return = place.committed().await?;
         }
         Case::Group => {
             // Kept down past the session timeout: the dead member leaves the group before its
             // replacement joins (tansu 0.6.0 does not rebalance when a dead member expires
             // while a new one is already in; see the notes of the kill case).
             tokio::time::sleep(Duration::from_secs(4)).await;
+            // The member that holds the most partitions: killing one that holds none moves
+            // nothing (seen at full size on ClickHouse: 0 moves).
+            let (slot, held) = busiest_member(&dir, processes).await;
+            notes.push(format!(
+                "killed member {slot}, which held partitions {held:?}"
+            ));
             supervisor
-                .kill_and_hold(1, case.session() + Duration::from_secs(2))
+                .kill_and_hold(slot, case.session() + Duration::from_secs(2))
                 .await;
         }
     }
@@ -495,9 +523,7 @@ async fn run_case_inner(
     let mut last_move = (BTreeMap::new(), Instant::now());
     let mut regroups = 0;
     while Instant::now() < deadline {
-        let now = committed(&broker.brokers, &group, &topic)
-            .await
-            .unwrap_or_default();
+        let now = place.committed().await.unwrap_or_default();
         if ends
             .iter()
             .all(|(p, end)| now.get(p).is_some_and(|c| c >= end))
@@ -540,7 +566,7 @@ async fn run_case_inner(
         notes.push("the group had not committed every partition by the deadline".into());
     }
     // Finished means committed: after the drain, the group's offsets are the partition ends.
-    let drained = committed(&broker.brokers, &group, &topic).await?;
+    let drained = place.committed().await?;
     let unfinished = unfinished(&ends, &drained);
     if unfinished.is_none() {
         notes.push(format!(
@@ -548,7 +574,7 @@ async fn run_case_inner(
             offsets(&ends)
         ));
     }
-    let held = bench.destination.read(&isolation, &topic).await?;
+    let held = place.held().await?;
     if let Some(n) = &held.note {
         notes.push(n.clone());
     }
@@ -709,6 +735,24 @@ fn unfinished(ends: &BTreeMap<u32, u64>, committed: &BTreeMap<u32, u64>) -> Opti
             offsets(ends)
         )
     })
+}
+
+/// The process slot holding the most partitions, from the logs, and what it holds; waits up to
+/// 20 s for any member to hold one (then slot 0).
+async fn busiest_member(dir: &Path, processes: usize) -> (usize, BTreeSet<i32>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let held = held_partitions(dir, processes);
+        let busiest = held
+            .into_iter()
+            .enumerate()
+            .max_by_key(|(_, h)| h.len())
+            .unwrap_or_default();
+        if !busiest.1.is_empty() || Instant::now() > deadline {
+            return busiest;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Per partition, one past the highest of `offsets`: where the partition ends.
