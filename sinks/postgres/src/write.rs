@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::{SinkExt, pin_mut};
-use pico_pg_common::{Failure, classify, quote_ident};
+use pico_pg_common::{Failure, classify, json_has_nul, quote_ident};
 use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -409,7 +409,29 @@ pub(crate) async fn write_rows(
             Err(Failure::Data(reason)) => Attempt::Refused(reason),
             Err(other) => return Err(other),
         };
+        if matches!(attempt, Attempt::Refused(_)) && (start, end) == (0, rows.len()) {
+            plan.suspect(suspects(rows));
+        }
         plan.record(start, end, attempt);
     }
     Ok(plan.finish_rejecting(|i| batch.records()[rows[i].index].id.clone()))
+}
+
+/// Rows whose value the server will likely refuse as `jsonb`: JSON that does not parse, or
+/// that holds `\u0000`. Looked for only once the server refused the batch (a batch it takes is
+/// parsed once, by the server), so that the refused records are split out in a few requests
+/// instead of halving the batch down to them: each request is a transaction of several round
+/// trips, and a network that cuts one restarts the whole batch.
+fn suspects(rows: &[Row]) -> Vec<usize> {
+    rows.iter()
+        .enumerate()
+        .filter(|(_, r)| match &r.value {
+            Some(Value::Json(text)) => match serde_json::from_slice::<serde_json::Value>(text) {
+                Ok(v) => json_has_nul(&v),
+                Err(_) => true,
+            },
+            _ => false,
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
