@@ -32,7 +32,7 @@ impl<S> PanicOnce<S> {
 }
 
 /// What [`PanicOnce`] wrote of the batch it panicked in, as its marker file holds it: one line
-/// `partition first last_written last`, then the batch id.
+/// `partition first last_written last refused`, then the batch id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CutBatch {
     /// The batch's partition.
@@ -43,22 +43,25 @@ pub struct CutBatch {
     pub last_written: u64,
     /// The batch's last offset.
     pub last: u64,
+    /// Records of the written part the inner sink refused (they are not in the destination).
+    pub refused: u64,
 }
 
 impl CutBatch {
     /// The marker file's text.
     pub fn to_marker(self, batch: &Batch) -> String {
         format!(
-            "{} {} {} {}\n{}\n",
+            "{} {} {} {} {}\n{}\n",
             self.partition,
             self.first,
             self.last_written,
             self.last,
+            self.refused,
             batch.id()
         )
     }
 
-    /// Reads a marker file's text back.
+    /// Reads a marker file's text back (a marker without the refused count refused none).
     pub fn from_marker(text: &str) -> Option<Self> {
         let mut n = text
             .lines()
@@ -71,6 +74,7 @@ impl CutBatch {
             first: next()?,
             last_written: next()?,
             last: next()?,
+            refused: next().unwrap_or(0),
         })
     }
 }
@@ -87,6 +91,7 @@ fn first_half(batch: &Batch) -> Result<(Batch, CutBatch), SinkError> {
         first: offset(records.first()),
         last_written: offset(prefix.records().last()),
         last: offset(records.last()),
+        refused: 0,
     };
     Ok((prefix, cut))
 }
@@ -101,9 +106,9 @@ impl<S: Sink> Sink for PanicOnce<S> {
         if self.marker.exists() || batch.is_empty() {
             return self.inner.consume(batch).await;
         }
-        let (prefix, cut) = first_half(batch)?;
+        let (prefix, mut cut) = first_half(batch)?;
         // A failure here is the inner sink's: the runtime retries the whole batch, cut again.
-        self.inner.consume(&prefix).await?;
+        cut.refused = self.inner.consume(&prefix).await?.rejected.len() as u64;
         if let Err(e) = std::fs::write(&self.marker, cut.to_marker(batch)) {
             tracing::warn!(file = %self.marker.display(), error = %e, "chaos: cannot write panic_once_file; not panicking");
             return self.inner.consume(batch).await;
@@ -240,7 +245,8 @@ mod tests {
                 partition: 3,
                 first: 10,
                 last_written: 12,
-                last: 14
+                last: 14,
+                refused: 0
             }
         );
         sink.consume(&batch(5)).await.unwrap();

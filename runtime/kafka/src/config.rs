@@ -150,6 +150,27 @@ pub struct DeadLetterSettings {
     /// key, value and headers plus `pico.dlq.*` headers: reason, original topic, partition,
     /// offset, and whether the destination may hold it after all.
     pub topic: String,
+    /// librdkafka producer properties of the dead-letter producer, on top of the runtime's:
+    /// `acks=all`, `enable.idempotence=true` and `message.max.bytes` of 100 MiB (a record the
+    /// broker delivered must fit as a dead letter; the broker's and the topic's own limits
+    /// still apply). On a secured cluster, set the same `security.protocol`, `sasl.*` and
+    /// `ssl.*` as in `[kafka.properties]`: none is copied from there.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl DeadLetterSettings {
+    /// What is wrong with these settings, if anything: a dead letter must be on every replica
+    /// before the offset of its record is committed.
+    fn problem(&self) -> Option<String> {
+        let acks = self.properties.get("acks")?;
+        (acks != "all" && acks != "-1").then(|| {
+            format!(
+                "dead_letter.properties sets acks = \"{acks}\": a dead letter must be durable \
+                 before its record's offset is committed; remove it (the runtime uses \"all\")"
+            )
+        })
+    }
 }
 
 /// The driver's retry policy (the spec's by default: 5 attempts, 200 ms → 5 s).
@@ -289,12 +310,16 @@ impl Pipeline {
                 )));
             }
         }
-        if let Some(dlq) = &self.dead_letter
-            && self.kafka.topics.contains(&dlq.topic)
-        {
-            return bad(
-                "dead_letter.topic is one of kafka.topics: it would consume its own dead letters",
-            );
+        if let Some(dlq) = &self.dead_letter {
+            if self.kafka.topics.contains(&dlq.topic) {
+                return bad(
+                    "dead_letter.topic is one of kafka.topics: it would consume its own dead \
+                     letters",
+                );
+            }
+            if let Some(why) = dlq.problem() {
+                return Err(ConfigError::Invalid(why));
+            }
         }
         Ok(())
     }
@@ -340,6 +365,29 @@ mod tests {
             "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
         );
         assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn the_dead_letter_producer_takes_properties_but_never_weaker_acks() {
+        let file = |properties: &str| {
+            Pipeline::from_toml(&format!(
+                "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\n\
+                 [dead_letter]\ntopic = \"t-dlq\"\nproperties = {{ {properties} }}\n\
+                 [sink]\nkind = \"stdout\"\n"
+            ))
+        };
+        let secured =
+            file("\"security.protocol\" = \"SASL_SSL\"").unwrap_or_else(|e| panic!("{e}"));
+        let dlq = secured
+            .dead_letter
+            .unwrap_or_else(|| panic!("no dead_letter"));
+        assert_eq!(dlq.properties["security.protocol"], "SASL_SSL");
+        assert!(file("\"acks\" = \"all\"").is_ok());
+        let weak = file("\"acks\" = \"1\"");
+        assert!(
+            matches!(&weak, Err(ConfigError::Invalid(m)) if m.contains("acks = \"1\"")),
+            "{weak:?}"
+        );
     }
 
     #[test]

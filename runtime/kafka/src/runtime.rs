@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
-use crate::config::{BatchLimits, Pipeline};
+use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
 use crate::tracker::Progress;
 
 /// A topic and partition.
@@ -352,6 +352,25 @@ fn consumer_config(pipeline: &Pipeline) -> ClientConfig {
     config
 }
 
+/// The largest dead letter the runtime's producer sends by default: librdkafka's own default
+/// (1 MB) would refuse the dead letter of a record the broker delivered.
+const DEAD_LETTER_MAX_BYTES: &str = "104857600";
+
+/// The dead-letter producer's properties: durable (`acks=all`), no copy from its own retries
+/// (`enable.idempotence`), room for any record the broker delivers; then the file's.
+fn dead_letter_config(pipeline: &Pipeline, dlq: &DeadLetterSettings) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &pipeline.kafka.brokers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("message.max.bytes", DEAD_LETTER_MAX_BYTES);
+    for (k, v) in &dlq.properties {
+        config.set(k, v);
+    }
+    config
+}
+
 /// Runs the pipeline until `shutdown` completes (then drains) or a batch cannot be delivered.
 pub async fn run(
     pipeline: &Pipeline,
@@ -367,10 +386,7 @@ pub async fn run(
     consumer.subscribe(&topics)?;
     let dlq = match &pipeline.dead_letter {
         Some(d) => {
-            let producer: FutureProducer = ClientConfig::new()
-                .set("bootstrap.servers", &pipeline.kafka.brokers)
-                .set("acks", "all")
-                .create()?;
+            let producer: FutureProducer = dead_letter_config(pipeline, d).create()?;
             Some((Arc::new(producer), d.topic.clone()))
         }
         None => None,

@@ -222,7 +222,9 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
             BTreeSet::new()
         }
     };
-    let written = cut.last_written - cut.first + 1;
+    // Records the sink refused are not in the destination: they go to the dead-letter topic
+    // once the batch is replayed.
+    let written = (cut.last_written - cut.first + 1).saturating_sub(cut.refused);
     let committed = committed
         .ok()
         .and_then(|c| c.get(&cut.partition).copied())

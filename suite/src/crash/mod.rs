@@ -14,7 +14,12 @@
 //! `destination` (the destination unreachable ≥ 10 s), `group` (three processes in one group,
 //! one killed and restarted: rebalances), `flaky` (1 % of requests and 3 % of answers cut for
 //! the whole run).
+//!
+//! Every case's stream holds bad records at known positions ([`dead_letters`]): each must end
+//! in the dead-letter topic exactly once (and not in the destination) or be stored by a sink
+//! that takes it.
 
+pub mod dead_letters;
 pub mod destinations;
 pub mod faults;
 pub mod kills;
@@ -36,6 +41,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
+use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic, read_letters};
 use destinations::{CrashDestination, CrashSink, HeldRow};
 use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
 pub use kills::KillTally;
@@ -176,6 +182,9 @@ pub struct CaseResult {
     /// what was produced ([`physical`]).
     #[serde(default)]
     pub physical: Option<PhysicalCheck>,
+    /// What became of the stream's bad records: dead-lettered or stored ([`dead_letters`]).
+    #[serde(default)]
+    pub dead_letters: Option<DeadLetterCheck>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -204,16 +213,35 @@ fn nonce() -> String {
     format!("{:x}", (nanos as u64) & 0xffff_ffff)
 }
 
+/// The value of the `i`-th record of a stream: a meter reading as JSON, or a bad record
+/// ([`BadKind::of`]).
+fn record_value(i: u64) -> (Vec<u8>, Option<BadKind>) {
+    match BadKind::of(i) {
+        Some(kind) => (kind.payload(i), Some(kind)),
+        None => (
+            format!("{{\"i\":{i},\"reading\":{}}}", (i * 7919) % 10_000).into_bytes(),
+            None,
+        ),
+    }
+}
+
 /// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged,
-/// each with the [`payload_checksum`] of its JSON payload.
-async fn produce(brokers: String, topic: String, size: Size) -> Result<Produced, String> {
+/// each with the [`payload_checksum`] of its payload as JSON, and which of them are bad.
+async fn produce(
+    brokers: String,
+    topic: String,
+    size: Size,
+) -> Result<(Produced, BadRecords), String> {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", &brokers)
         .set("acks", "all")
         .set("message.timeout.ms", "120000")
+        // Room for the oversized bad records.
+        .set("message.max.bytes", "4194304")
         .create()
         .map_err(|e| e.to_string())?;
     let mut acked = Produced::new();
+    let mut bad = BadRecords::new();
     let chunk = (size.rate / 10).max(1);
     let started = Instant::now();
     let mut sent = 0u64;
@@ -222,10 +250,10 @@ async fn produce(brokers: String, topic: String, size: Size) -> Result<Produced,
         let mut pending = Vec::new();
         for i in sent..end {
             let key = format!("meter-{}", i % 97);
-            let value = format!("{{\"i\":{i},\"reading\":{}}}", (i * 7919) % 10_000);
+            let (value, kind) = record_value(i);
             let producer = producer.clone();
             let topic = topic.clone();
-            let payload = payload_checksum(PayloadForm::Json, value.as_bytes());
+            let payload = payload_checksum(PayloadForm::Json, &value);
             pending.push(tokio::spawn(async move {
                 producer
                     .send(
@@ -233,13 +261,17 @@ async fn produce(brokers: String, topic: String, size: Size) -> Result<Produced,
                         Duration::from_secs(120),
                     )
                     .await
-                    .map(|delivery| (delivery, payload))
+                    .map(|delivery| (delivery, payload, kind))
                     .map_err(|(e, _)| e.to_string())
             }));
         }
         for p in pending {
-            let (delivery, payload) = p.await.map_err(|e| e.to_string())??;
-            acked.insert((delivery.partition as u32, delivery.offset as u64), payload);
+            let (delivery, payload, kind) = p.await.map_err(|e| e.to_string())??;
+            let at = (delivery.partition as u32, delivery.offset as u64);
+            acked.insert(at, payload);
+            if let Some(kind) = kind {
+                bad.insert(at, kind);
+            }
         }
         sent = end;
         let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
@@ -247,7 +279,7 @@ async fn produce(brokers: String, topic: String, size: Size) -> Result<Produced,
             tokio::time::sleep(wait).await;
         }
     }
-    Ok(acked)
+    Ok((acked, bad))
 }
 
 /// The group's committed offset per partition (0 where none).
@@ -328,10 +360,12 @@ fn pipeline(
 ) -> String {
     let session = session.as_millis();
     let heartbeat = session / 6;
+    let dlq = dead_letter_topic(topic);
     let mut text = format!(
         "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\nprogress_secs = 5\n\
          [kafka.properties]\n\"session.timeout.ms\" = \"{session}\"\n\"heartbeat.interval.ms\" = \"{heartbeat}\"\n\
-         \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n{sink}"
+         \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n\
+         [dead_letter]\ntopic = \"{dlq}\"\n\n{sink}"
     );
     if !chaos.is_empty() {
         text.push_str(&format!("\n[chaos]\n{chaos}"));
@@ -391,6 +425,7 @@ pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseRes
             kills: None,
             fault: None,
             physical: None,
+            dead_letters: None,
             verdict: Err(e),
             notes,
         },
@@ -412,6 +447,9 @@ async fn run_case_inner(
     let isolation = format!("crash-{}-{id}", case.id());
     let group = format!("pico-crash-{id}");
     broker.create_topic(&topic, PARTITIONS).await?;
+    // One partition: the dead letters are read back in the order they were produced.
+    let dlq = dead_letter_topic(&topic);
+    broker.create_topic(&dlq, 1).await?;
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
     let sink_toml = bench.destination.sink_toml(&isolation, proxy.addr())?;
@@ -514,7 +552,7 @@ async fn run_case_inner(
                 .await;
         }
     }
-    let produced = producer.await.map_err(|e| e.to_string())??;
+    let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
     let ends = partition_ends(produced.keys().copied());
     let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
     let mut done = false;
@@ -578,6 +616,15 @@ async fn run_case_inner(
     if let Some(n) = &held.note {
         notes.push(n.clone());
     }
+    let letters = read_letters(&brokers, &dlq).await?;
+    let dead_letters = DeadLetterCheck::of(
+        (topic.as_str(), dlq.as_str()),
+        &produced,
+        &bad,
+        &letters,
+        &held,
+    );
+    notes.push(dead_letters.note());
     proxies.clear().await;
     if let Some(tally) = &kill_tally {
         notes.push(tally.note());
@@ -597,9 +644,13 @@ async fn run_case_inner(
     }
     let physical = PhysicalCheck::of(&produced, &held);
     notes.push(physical.note());
+    let lettered: BTreeSet<(u32, u64)> = letters
+        .iter()
+        .filter_map(|l| l.origin.as_ref().map(|(_, p, o)| (*p, *o)))
+        .collect();
     let mut result = judge(
         (sink, case),
-        &produced,
+        (&produced, &lettered),
         &held.rows,
         stats,
         regroups,
@@ -631,6 +682,12 @@ async fn run_case_inner(
         result.verdict = Err(why);
     }
     result.physical = Some(physical);
+    if let Some(why) = dead_letters.failure()
+        && result.verdict.is_ok()
+    {
+        result.verdict = Err(why);
+    }
+    result.dead_letters = Some(dead_letters);
     Ok(result)
 }
 
@@ -784,10 +841,11 @@ fn merge(mut a: ProcessStats, b: ProcessStats) -> ProcessStats {
     a
 }
 
-/// Counts and the verdict.
+/// Counts and the verdict: every produced record must be in the destination or, refused by
+/// the sink, in the dead-letter topic (`lettered`).
 fn judge(
     (sink, case): (CrashSink, Case),
-    produced: &Produced,
+    (produced, lettered): (&Produced, &BTreeSet<(u32, u64)>),
     rows: &[HeldRow],
     processes: ProcessStats,
     regroups: u32,
@@ -799,7 +857,7 @@ fn judge(
     }
     let lost: Vec<String> = produced
         .keys()
-        .filter(|k| !copies.contains_key(k))
+        .filter(|k| !copies.contains_key(k) && !lettered.contains(k))
         .map(|(p, o)| format!("{p}:{o}"))
         .collect();
     let distinct = produced.keys().filter(|k| copies.contains_key(k)).count() as u64;
@@ -847,6 +905,7 @@ fn judge(
         kills: None,
         fault: None,
         physical: None,
+        dead_letters: None,
         verdict,
         notes,
     }

@@ -77,8 +77,13 @@ fn cell(r: &CaseResult) -> String {
                 .and_then(FaultTally::headline)
                 .map(|h| format!(" · {h}"))
                 .unwrap_or_default();
+            let letters = r
+                .dead_letters
+                .as_ref()
+                .map(|d| format!(" · {}", d.headline()))
+                .unwrap_or_default();
             format!(
-                "{mark} {lost} · {} dup{kills}{fault}{stalled}",
+                "{mark} {lost} · {} dup{kills}{fault}{letters}{stalled}",
                 r.duplicates
             )
         }
@@ -154,13 +159,29 @@ pub fn render(report: &CrashReport) -> String {
     } else {
         ""
     };
+    // Runs from before the streams held bad records had no dead letters to judge.
+    let letters = if report.results.iter().any(|r| r.dead_letters.is_some()) {
+        format!(
+            " Every {}th record of a stream is bad (not JSON, not UTF-8, empty, JSON with a NUL \
+             escape, 1.5 MiB), and the runtime has a dead-letter topic: after the drain each bad \
+             record must be in that topic — read back from the broker, with `pico.dlq.*` headers \
+             naming its topic, partition, offset and reason — and then not in the destination, \
+             or stored by a sink whose destination takes it; a bad record in neither, or in both, \
+             and a good record dead-lettered fail the case. A dead letter repeated (⚠) is \
+             counted, not failed: the runtime produces a batch's dead letters before it commits \
+             its offset, so an interruption between the two produces them again.",
+            super::dead_letters::BAD_EVERY
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         md,
         "Size **{}**: {} keyed records per case over 4 partitions, produced while the runtime \
          consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
          process runs under a supervisor that restarts it when it exits. Loss is counted against \
          the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
-         one per record.{finished}{counted}{physical}{}\n",
+         one per record.{finished}{counted}{physical}{letters}{}\n",
         report.size_name,
         report.size.records,
         report.size.outage_secs,
