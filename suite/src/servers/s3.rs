@@ -49,7 +49,7 @@ const WEED_VOLUMES: u32 = 512;
 /// A SeaweedFS process and what to clean up after it.
 struct Weed {
     child: Tracked,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     grpc_ports: Vec<u16>,
 }
 
@@ -70,7 +70,7 @@ impl S3Server {
                 keep: Keep::External,
             },
             ProviderKind::Docker => Self::minio().await?,
-            ProviderKind::Native => Self::seaweedfs().await?,
+            ProviderKind::Native => return Self::seaweedfs_ready().await,
             ProviderKind::Embedded => return Err("no S3 server runs in-process".into()),
         };
         server.wait_ready().await?;
@@ -174,10 +174,41 @@ impl S3Server {
             },
             keep: Keep::Native(Box::new(Weed {
                 child,
-                _dir: dir,
+                dir,
                 grpc_ports: vec![mg, vg, fg, sg],
             })),
         })
+    }
+
+    /// SeaweedFS started and answering. A start that never answers (seen once in a main job,
+    /// its log gone with its directory) is stopped and tried once more on other ports; the error
+    /// carries the end of each attempt's log.
+    async fn seaweedfs_ready() -> Result<Self, String> {
+        let mut failures = Vec::new();
+        for _ in 0..2 {
+            let server = Self::seaweedfs().await?;
+            match server.wait_ready().await {
+                Ok(()) => return Ok(server),
+                Err(e) => {
+                    tracing::warn!(error = %e, "SeaweedFS did not answer; starting it again");
+                    failures.push(format!("{e} (weed.log ends: {})", server.log_tail()));
+                    if let Err(stop) = server.stop().await {
+                        failures.push(format!("stopping it: {stop}"));
+                    }
+                }
+            }
+        }
+        Err(failures.join("; then "))
+    }
+
+    /// The last lines of a native server's log.
+    fn log_tail(&self) -> String {
+        let Keep::Native(weed) = &self.keep else {
+            return String::new();
+        };
+        let log = std::fs::read_to_string(weed.dir.path().join("weed.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
     }
 
     async fn wait_ready(&self) -> Result<(), String> {
@@ -245,7 +276,7 @@ impl S3Server {
                 let Weed {
                     mut child,
                     grpc_ports,
-                    _dir,
+                    dir: _dir,
                 } = *weed;
                 if let Some(pid) = child.id() {
                     let _ = Command::new("kill").arg(pid.to_string()).status().await;
