@@ -186,6 +186,17 @@ fn read_letters_blocking(brokers: &str, topic: &str) -> Result<Vec<Letter>, Stri
     ))
 }
 
+/// The records of `origin` that `letters` name (a letter for another topic names none).
+pub(crate) fn lettered(letters: &[Letter], origin: &str) -> BTreeSet<(u32, u64)> {
+    letters
+        .iter()
+        .filter_map(|l| match &l.origin {
+            Some((t, p, o)) if t == origin => Some((*p, *o)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What became of one kind of bad record in a case.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct KindOutcome {

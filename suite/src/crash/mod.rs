@@ -644,10 +644,7 @@ async fn run_case_inner(
     }
     let physical = PhysicalCheck::of(&produced, &held);
     notes.push(physical.note());
-    let lettered: BTreeSet<(u32, u64)> = letters
-        .iter()
-        .filter_map(|l| l.origin.as_ref().map(|(_, p, o)| (*p, *o)))
-        .collect();
+    let lettered = dead_letters::lettered(&letters, &topic);
     let mut result = judge(
         (sink, case),
         (&produced, &lettered),
@@ -706,7 +703,6 @@ struct Evidence<'a> {
 fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
     use faults::{committed_between, log_lines, partition_moves, retries};
     let tally = FaultTally::default();
-    let retries = retries(e.dir, e.processes);
     Some(match case {
         Case::Kill => return None,
         Case::Panic => e.cut_batch.unwrap_or_default().count(
@@ -741,13 +737,17 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
             "partition assignments to another member than the one that held it",
             partition_moves(e.dir, e.processes),
         ),
-        Case::Flaky => tally
-            .count(
-                "cuts",
-                "requests and answers the fault proxy cut",
-                e.cuts.requests_cut + e.cuts.acks_lost,
-            )
-            .count("retries", &retries.0, retries.1),
+        Case::Flaky => {
+            // Read from the logs only here: the other cases have no use for it.
+            let (what, count) = retries(e.dir, e.processes);
+            tally
+                .count(
+                    "cuts",
+                    "requests and answers the fault proxy cut",
+                    e.cuts.requests_cut + e.cuts.acks_lost,
+                )
+                .count("retries", &what, count)
+        }
     })
 }
 
