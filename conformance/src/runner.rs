@@ -5,7 +5,9 @@
 //! sink's own claims, with the zero-tolerance loss counter. [`assert_conformant`] turns a row
 //! into a test assertion. [`run`] adds provisioning for suites of many [`Target`]s.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::stream::{self, StreamExt};
 
@@ -40,6 +42,11 @@ pub struct RunOptions {
     /// servers far more than they compute, so a second lane shortens a whole run; the report
     /// keeps the targets' order either way.
     pub jobs: usize,
+    /// Seconds each target took when it last ran at this size (see
+    /// [`Report::seconds_by_target`]): [`run`] starts the longest first, so with several
+    /// lanes the slowest target does not start last and run alone at the end. Targets with no
+    /// time keep their order after the timed ones.
+    pub last_seconds: BTreeMap<String, u64>,
 }
 
 /// Receives progress events (the CLI shows them).
@@ -154,12 +161,16 @@ pub async fn run(
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Report {
-    let selected = targets
+    let selected: Vec<&dyn Target> = targets
         .iter()
         .filter(|t| opts.targets.is_empty() || opts.targets.iter().any(|n| selects(n, t.name())))
-        .enumerate();
-    let mut rows: Vec<(usize, TargetReport)> = stream::iter(selected)
-        .map(|(i, target)| async move { (i, run_target(target.as_ref(), opts, progress).await) })
+        .map(|t| t.as_ref())
+        .collect();
+    let names: Vec<&str> = selected.iter().map(|t| t.name()).collect();
+    let order = start_order(&names, &opts.last_seconds);
+    let selected = &selected;
+    let mut rows: Vec<(usize, TargetReport)> = stream::iter(order)
+        .map(|i| async move { (i, run_target(selected[i], opts, progress).await) })
         .buffer_unordered(opts.jobs.max(1))
         .collect()
         .await;
@@ -167,6 +178,14 @@ pub async fn run(
     let mut report = Report::new();
     report.targets = rows.into_iter().map(|(_, row)| row).collect();
     report
+}
+
+/// The order to start `names` in (indices into it): the longest by `last_seconds` first, then
+/// the untimed ones in their own order.
+pub fn start_order(names: &[&str], last_seconds: &BTreeMap<String, u64>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| (Reverse(last_seconds.get(names[i]).copied()), i));
+    order
 }
 
 /// Provisions one target, runs the scenarios on it and shuts it down: its row.
@@ -264,9 +283,11 @@ pub async fn run_destination(
         date: today(),
         size: Some(opts.size),
         code: opts.code.clone(),
+        seconds: None,
     };
     for scenario in &scenarios {
         progress.started(name, *scenario);
+        let started = Instant::now();
         let claim = description.claim(*scenario).clone();
         let isolation = isolation_name(*scenario);
         let ledger = SharedLedger::new(dest.payload_form());
@@ -312,6 +333,10 @@ pub async fn run_destination(
                 ran: Some(ran.clone()),
             },
         };
+        let mut cell = cell;
+        if let Some(ran) = &mut cell.ran {
+            ran.seconds = Some(started.elapsed().as_secs());
+        }
         progress.finished(name, &cell);
         rows.push(cell);
     }
@@ -361,6 +386,25 @@ mod tests {
 
     use super::*;
     use crate::scenarios::sample_batch;
+
+    #[test]
+    fn the_longest_targets_start_first_and_untimed_ones_keep_their_order() {
+        let names = ["stdout", "postgres", "iceberg-s3", "delta-s3", "new"];
+        let last: BTreeMap<String, u64> = [("stdout", 4), ("iceberg-s3", 1150), ("delta-s3", 420)]
+            .into_iter()
+            .map(|(n, s)| (n.to_owned(), s))
+            .collect();
+        let started: Vec<&str> = start_order(&names, &last)
+            .into_iter()
+            .map(|i| names[i])
+            .collect();
+        assert_eq!(
+            started,
+            ["iceberg-s3", "delta-s3", "stdout", "postgres", "new"]
+        );
+        // Nothing timed: the registry's order.
+        assert_eq!(start_order(&names, &BTreeMap::new()), [0, 1, 2, 3, 4]);
+    }
 
     #[tokio::test]
     async fn a_long_scenario_reports_while_it_runs() {

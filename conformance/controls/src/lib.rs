@@ -61,6 +61,7 @@ pub async fn run(size: SuiteSize, code: Option<String>, progress: &dyn Progress)
             date: today(),
             size: Some(size),
             code,
+            seconds: None,
         },
         rows,
     }

@@ -3,6 +3,8 @@
 //! The JSON file is the record of a run; the Markdown file is rendered from it alone
 //! ([`render_markdown`]), so the two always agree and neither is edited by hand.
 
+use std::collections::BTreeMap;
+
 use pico_sink::{Claim, Scenario};
 
 mod cell;
@@ -22,10 +24,12 @@ pub use markdown::{
     VERDICTS_BEGIN, VERDICTS_END, render_crate_verdicts, render_markdown, splice_verdicts,
 };
 pub use provenance::Provenance;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::Measured;
 use crate::provider::ProviderKind;
+use crate::scenarios::SuiteSize;
 use crate::target::ServerInfo;
 
 /// How a scenario's measurement compares with the sink's claim.
@@ -116,7 +120,7 @@ pub struct TargetReport {
     pub date: String,
     /// How large the long scenarios ran in the newest run of the row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<crate::scenarios::SuiteSize>,
+    pub size: Option<SuiteSize>,
     /// Per scenario.
     pub scenarios: Vec<ScenarioReport>,
 }
@@ -141,6 +145,7 @@ impl TargetReport {
             date: self.date.clone(),
             size: self.size,
             code: None,
+            seconds: None,
         })
     }
 }
@@ -183,6 +188,7 @@ impl Report {
                             date: old.date.clone(),
                             size: old.size,
                             code: None,
+                            seconds: None,
                         });
                     }
                     for s in t.scenarios {
@@ -204,6 +210,28 @@ impl Report {
             }
         }
         self.generated_by = newer.generated_by;
+    }
+
+    /// Per target, the seconds its cells of `size` took when they last ran (targets with no
+    /// timed cell of that size are absent): what a run starts the longest targets by.
+    pub fn seconds_by_target(&self, size: SuiteSize) -> BTreeMap<String, u64> {
+        let mut seconds = BTreeMap::new();
+        for t in &self.targets {
+            let timed = t
+                .scenarios
+                .iter()
+                .filter_map(|c| c.ran.as_ref())
+                .filter(|ran| ran.size == Some(size))
+                .filter_map(|ran| ran.seconds);
+            let mut total = None;
+            for s in timed {
+                *total.get_or_insert(0) += s;
+            }
+            if let Some(total) = total {
+                seconds.insert(t.target.clone(), total);
+            }
+        }
+        seconds
     }
 
     /// Every failing cell, as `target/scenario: verdict`.
@@ -229,7 +257,6 @@ impl Default for Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::SuiteSize;
 
     fn row(date: &str, size: SuiteSize, cells: &[(Scenario, Option<&str>)]) -> TargetReport {
         TargetReport {
@@ -255,10 +282,36 @@ mod tests {
                         date: date.into(),
                         size: Some(size),
                         code: Some(c.into()),
+                        seconds: None,
                     }),
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_targets_seconds_sum_its_timed_cells_of_one_size() {
+        let mut report = Report::new();
+        let mut timed = row(
+            "2026-12-03",
+            SuiteSize::Full,
+            &[
+                (Scenario::Outage, Some("abc")),
+                (Scenario::LostAck, Some("abc")),
+            ],
+        );
+        for (cell, seconds) in timed.scenarios.iter_mut().zip([30, 12]) {
+            if let Some(ran) = &mut cell.ran {
+                ran.seconds = Some(seconds);
+            }
+        }
+        report.targets.push(timed);
+        let mut untimed = row("2026-12-03", SuiteSize::Full, &[(Scenario::Outage, None)]);
+        untimed.target = "u".into();
+        report.targets.push(untimed);
+        let full = report.seconds_by_target(SuiteSize::Full);
+        assert_eq!(full.into_iter().collect::<Vec<_>>(), [("t".to_owned(), 42)]);
+        assert!(report.seconds_by_target(SuiteSize::Reduced).is_empty());
     }
 
     #[test]

@@ -16,14 +16,19 @@ pub struct Provenance {
     /// The code version that ran (a commit), when the runner was told it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// How long the cell ran, in whole seconds (cells measured before cells were timed have
+    /// none). The runner starts the targets that took longest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u64>,
 }
 
 impl Provenance {
-    /// In a few words: `2026-12-01 · full · baf1000`.
+    /// In a few words: `2026-12-01 · full · baf1000 · 35 s`.
     pub fn words(&self) -> String {
         let mut parts = vec![self.date.clone()];
         parts.extend(self.size.map(|s| s.id().to_owned()));
         parts.extend(self.code.clone());
+        parts.extend(self.seconds.map(|s| format!("{s} s")));
         parts.join(" · ")
     }
 }
@@ -50,12 +55,14 @@ mod tests {
             date: "2026-12-01".into(),
             size: Some(SuiteSize::Reduced),
             code: Some("baf1000".into()),
+            seconds: Some(35),
         };
-        assert_eq!(p.words(), "2026-12-01 · reduced · baf1000");
+        assert_eq!(p.words(), "2026-12-01 · reduced · baf1000 · 35 s");
         let old = Provenance {
             date: "2026-11-30".into(),
             size: None,
             code: None,
+            seconds: None,
         };
         assert_eq!(old.words(), "2026-11-30");
         assert_eq!(

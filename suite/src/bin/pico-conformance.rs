@@ -160,8 +160,14 @@ impl Progress for Display {
             Verdict::NotExercised(_) => "not exercised",
             _ => "FAIL",
         };
+        let took = report
+            .ran
+            .as_ref()
+            .and_then(|ran| ran.seconds)
+            .map(|s| format!(" ({s} s)"))
+            .unwrap_or_default();
         self.line(format!(
-            "[{target}] {} {mark}: {}",
+            "[{target}] {} {mark}{took}: {}",
             report.scenario.id(),
             report.outcome
         ));
@@ -274,6 +280,8 @@ async fn run(
             ));
         }
     }
+    let json_path = out.join("duplicate-behaviour.json");
+    let mut merged = read_report(&json_path)?.unwrap_or_default();
     let opts = RunOptions {
         targets: sinks,
         scenarios: parse_scenarios(&scenarios)?,
@@ -281,6 +289,7 @@ async fn run(
         size,
         code: pico_suite::code_version::code_version(),
         jobs,
+        last_seconds: merged.seconds_by_target(size),
         ..RunOptions::default()
     };
     let selected = all
@@ -302,8 +311,6 @@ async fn run(
         bar.finish_and_clear();
     }
 
-    let json_path = out.join("duplicate-behaviour.json");
-    let mut merged = read_report(&json_path)?.unwrap_or_default();
     merged.merge(report.clone());
     println!("{}", render_markdown(&report));
 

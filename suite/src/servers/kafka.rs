@@ -12,6 +12,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use testcontainers_modules::testcontainers::{ContainerAsync, GenericImage};
 use tokio::process::Command;
 
@@ -230,23 +231,41 @@ impl Broker {
         wait_ready(&self.brokers, Duration::from_secs(60)).await
     }
 
-    /// Creates `topic` with `partitions` partitions.
+    /// Creates `topic` with `partitions` partitions. A broker that has just come back from an
+    /// outage (or is busy with cases of other sinks) may time the request out: it is sent
+    /// again for up to [`TOPIC_CREATE_PATIENCE`], and a topic that exists by then (the timed-out
+    /// request went through) counts as created. Any other refusal is returned at once.
     pub async fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), String> {
         let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
             .set("bootstrap.servers", &self.brokers)
             .create()
             .map_err(|e| e.to_string())?;
-        let results = admin
-            .create_topics(
-                &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
-                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-            )
-            .await
-            .map_err(|e| format!("creating {topic}: {e}"))?;
-        for r in results {
-            r.map_err(|(t, e)| format!("creating {t}: {e}"))?;
+        let started = std::time::Instant::now();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let error = match create_once(&admin, topic, partitions).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let retried = attempts > 1;
+            match code_of(&error) {
+                Some(RDKafkaErrorCode::TopicAlreadyExists) if retried => {
+                    tracing::info!(topic, attempts, "topic created by a timed-out request");
+                    return Ok(());
+                }
+                Some(code) if transient(code) && started.elapsed() < TOPIC_CREATE_PATIENCE => {
+                    tracing::warn!(topic, attempts, %error, "creating the topic again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                _ => {
+                    return Err(format!(
+                        "creating {topic}: {error} (attempt {attempts}, after {:.0} s)",
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+            }
         }
-        Ok(())
     }
 
     /// Stops what the provider started.
@@ -259,5 +278,71 @@ impl Broker {
                 None => Ok(()),
             },
         }
+    }
+}
+
+/// How long [`Broker::create_topic`] keeps trying a broker that times out.
+pub const TOPIC_CREATE_PATIENCE: Duration = Duration::from_secs(90);
+
+/// One create request; the refusal of the request or of the topic itself as a [`KafkaError`].
+async fn create_once(
+    admin: &AdminClient<DefaultClientContext>,
+    topic: &str,
+    partitions: i32,
+) -> Result<(), KafkaError> {
+    let results = admin
+        .create_topics(
+            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new()
+                .operation_timeout(Some(Duration::from_secs(10)))
+                .request_timeout(Some(Duration::from_secs(15))),
+        )
+        .await?;
+    for r in results {
+        r.map_err(|(_, code)| KafkaError::AdminOp(code))?;
+    }
+    Ok(())
+}
+
+/// The broker's code in `error` (rdkafka gives none for an admin operation's own error).
+fn code_of(error: &KafkaError) -> Option<RDKafkaErrorCode> {
+    match error {
+        KafkaError::AdminOp(code) => Some(*code),
+        other => other.rdkafka_error_code(),
+    }
+}
+
+/// Whether a create refusal may pass when the broker is asked again.
+fn transient(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::OperationTimedOut
+            | RDKafkaErrorCode::RequestTimedOut
+            | RDKafkaErrorCode::BrokerTransportFailure
+            | RDKafkaErrorCode::AllBrokersDown
+            | RDKafkaErrorCode::NotController
+            | RDKafkaErrorCode::LeaderNotAvailable
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timed_out_create_is_asked_again_and_a_refused_one_is_not() {
+        let timed_out = KafkaError::AdminOp(RDKafkaErrorCode::OperationTimedOut);
+        let code = code_of(&timed_out);
+        assert_eq!(code, Some(RDKafkaErrorCode::OperationTimedOut));
+        assert!(code.is_some_and(transient));
+        for refused in [
+            RDKafkaErrorCode::TopicAlreadyExists,
+            RDKafkaErrorCode::InvalidPartitions,
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+        ] {
+            assert!(!transient(refused), "{refused:?} must not be retried");
+        }
+        let request = KafkaError::MetadataFetch(RDKafkaErrorCode::BrokerTransportFailure);
+        assert!(code_of(&request).is_some_and(transient));
     }
 }
