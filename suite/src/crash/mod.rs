@@ -22,6 +22,7 @@
 pub mod dead_letters;
 pub mod destinations;
 pub mod faults;
+pub mod in_flight;
 pub mod kills;
 pub mod physical;
 pub mod report;
@@ -44,11 +45,12 @@ use serde::{Deserialize, Serialize};
 use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic, read_letters};
 use destinations::{CrashDestination, CrashSink, HeldRow};
 use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
+pub use in_flight::InFlight;
 pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
 use physical::PhysicalCheck;
 use shared_broker::{BrokerTurn, SharedBroker};
-use supervisor::{ProcessStats, Supervisor};
+use supervisor::{Ended, ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
 pub const PARTITIONS: i32 = 4;
@@ -158,11 +160,11 @@ pub struct CaseResult {
     /// Visible rows beyond the first copy of each record.
     pub duplicates: u64,
     /// Interruptions: runtime processes killed, aborted or exited with an error, broker
-    /// outages, and stall restarts. Each may make every partition's next owner redeliver the
-    /// batch whose commit did not arrive.
+    /// outages, the rebalance after a group member died, and stall restarts. Each may make
+    /// a partition's next owner redeliver what was written past its committed offset.
     pub interruptions: u32,
-    /// The duplicate bound for this sink: 0 for keyed sinks, one batch per partition per
-    /// interruption for the others.
+    /// The duplicate bound for this sink: 0 for keyed sinks; for the others what was in
+    /// flight at the interruptions ([`in_flight`]), summed.
     pub duplicate_bound: u64,
     /// Processes started, killed, and how they ended.
     pub processes: ProcessStats,
@@ -185,6 +187,10 @@ pub struct CaseResult {
     /// What became of the stream's bad records: dead-lettered or stored ([`dead_letters`]).
     #[serde(default)]
     pub dead_letters: Option<DeadLetterCheck>,
+    /// What was in flight at each interruption ([`in_flight`]); none in a report from before
+    /// it was measured, whose bound is one batch per partition per interruption.
+    #[serde(default)]
+    pub in_flight: Option<InFlight>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -426,6 +432,7 @@ pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseRes
             fault: None,
             physical: None,
             dead_letters: None,
+            in_flight: None,
             verdict: Err(e),
             notes,
         },
@@ -474,12 +481,6 @@ async fn run_case_inner(
         proxy.set(FaultMode::Flaky(Flaky::SUITE));
     }
     let processes = if case == Case::Group { 3 } else { 1 };
-    let supervisor = Supervisor::start(bench.runtime, &file, &dir, processes);
-    let producer = tokio::spawn(produce(
-        broker.brokers.clone(),
-        topic.clone(),
-        paced(bench.size, case),
-    ));
     // Its own copy: the broker case stops the broker (a `&mut` borrow) while the place lives.
     let brokers = broker.brokers.clone();
     let place = Place {
@@ -489,117 +490,189 @@ async fn run_case_inner(
         isolation: &isolation,
         destination: bench.destination,
     };
-    let mut kill_tally = None;
-    let mut cut_batch = None;
-    // Committed offsets when the broker or the destination came back.
-    let mut at_return = BTreeMap::new();
-    // The case's fault, while the producer writes.
-    match case {
-        Case::Kill => {
-            let produced = || producer.is_finished();
-            let watch = KillWatch {
-                place: &place,
-                dir: &dir,
-                written: &written,
-                produced: &produced,
-            };
-            kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
+    // What each interruption left in flight: the processes that end are measured before their
+    // restart, beside the case's fault and drain.
+    let flight = std::sync::Mutex::new(InFlight::default());
+    let (ended_tx, ended_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
+    let body = async {
+        let supervisor = Supervisor::start(
+            bench.runtime,
+            &file,
+            &dir,
+            processes,
+            Some(ended_tx.clone()),
+        );
+        let producer = tokio::spawn(produce(
+            broker.brokers.clone(),
+            topic.clone(),
+            paced(bench.size, case),
+        ));
+        let mut kill_tally = None;
+        let mut cut_batch = None;
+        // Committed offsets when the broker or the destination came back.
+        let mut at_return = BTreeMap::new();
+        // The case's fault, while the producer writes.
+        match case {
+            Case::Kill => {
+                let produced = || producer.is_finished();
+                let watch = KillWatch {
+                    place: &place,
+                    dir: &dir,
+                    written: &written,
+                    produced: &produced,
+                };
+                kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
+            }
+            Case::Panic => {
+                let watch = PanicWatch {
+                    place: &place,
+                    marker: &marker,
+                };
+                cut_batch = Some(cut_batch_seen(&watch, &supervisor).await);
+            }
+            Case::Flaky => {}
+            Case::Broker => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let down = Instant::now();
+                broker
+                    .stop_for(Duration::from_secs(bench.size.outage_secs))
+                    .await?;
+                notes.push(format!(
+                    "broker down and back in {:.1} s",
+                    down.elapsed().as_secs_f64()
+                ));
+                at_return = place.committed().await?;
+                // The live process goes on writing until the group forms again.
+                let window = case.session() + Duration::from_secs(2);
+                push(
+                    &flight,
+                    in_flight::most_within(&place, "broker outage", window).await,
+                );
+            }
+            Case::Destination => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                proxy.set(FaultMode::Refuse);
+                tokio::time::sleep(Duration::from_secs(bench.size.outage_secs)).await;
+                proxy.set(FaultMode::Pass);
+                notes.push(format!(
+                    "destination unreachable {} s",
+                    bench.size.outage_secs
+                ));
+                at_return = place.committed().await?;
+            }
+            Case::Group => {
+                // Kept down past the session timeout: the dead member leaves the group before its
+                // replacement joins (tansu 0.6.0 does not rebalance when a dead member expires
+                // while a new one is already in; see the notes of the kill case).
+                tokio::time::sleep(Duration::from_secs(4)).await;
+                // The member that holds the most partitions: killing one that holds none moves
+                // nothing (seen at full size on ClickHouse: 0 moves).
+                let (slot, held) = busiest_member(&dir, processes).await;
+                notes.push(format!(
+                    "killed member {slot}, which held partitions {held:?}"
+                ));
+                supervisor
+                    .kill_and_hold(slot, case.session() + Duration::from_secs(2))
+                    .await;
+                // The killed member is measured by its end; the others write on until the group
+                // forms again without it, and may give up what they wrote since their commit.
+                let window = case.session() + Duration::from_secs(4);
+                push(
+                    &flight,
+                    in_flight::most_within(&place, "rebalance", window).await,
+                );
+            }
         }
-        Case::Panic => {
-            let watch = PanicWatch {
-                place: &place,
-                marker: &marker,
-            };
-            cut_batch = Some(cut_batch_seen(&watch, &supervisor).await);
-        }
-        Case::Flaky => {}
-        Case::Broker => {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            let down = Instant::now();
-            broker
-                .stop_for(Duration::from_secs(bench.size.outage_secs))
-                .await?;
-            notes.push(format!(
-                "broker down and back in {:.1} s",
-                down.elapsed().as_secs_f64()
-            ));
-            at_return = place.committed().await?;
-        }
-        Case::Destination => {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            proxy.set(FaultMode::Refuse);
-            tokio::time::sleep(Duration::from_secs(bench.size.outage_secs)).await;
-            proxy.set(FaultMode::Pass);
-            notes.push(format!(
-                "destination unreachable {} s",
-                bench.size.outage_secs
-            ));
-            at_return = place.committed().await?;
-        }
-        Case::Group => {
-            // Kept down past the session timeout: the dead member leaves the group before its
-            // replacement joins (tansu 0.6.0 does not rebalance when a dead member expires
-            // while a new one is already in; see the notes of the kill case).
-            tokio::time::sleep(Duration::from_secs(4)).await;
-            // The member that holds the most partitions: killing one that holds none moves
-            // nothing (seen at full size on ClickHouse: 0 moves).
-            let (slot, held) = busiest_member(&dir, processes).await;
-            notes.push(format!(
-                "killed member {slot}, which held partitions {held:?}"
-            ));
-            supervisor
-                .kill_and_hold(slot, case.session() + Duration::from_secs(2))
-                .await;
-        }
-    }
-    let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
-    let ends = partition_ends(produced.keys().copied());
-    let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
-    let mut done = false;
-    let mut supervisor = supervisor;
-    let mut stats_before = ProcessStats::default();
-    let mut last_move = (BTreeMap::new(), Instant::now());
-    let mut regroups = 0;
-    while Instant::now() < deadline {
-        let now = place.committed().await.unwrap_or_default();
-        if ends
-            .iter()
-            .all(|(p, end)| now.get(p).is_some_and(|c| c >= end))
-        {
-            done = true;
-            break;
-        }
-        if now != last_move.0 {
-            last_move = (now, Instant::now());
-        } else if last_move.1.elapsed() > Duration::from_secs(20) && regroups < 3 {
-            // No commit for 20 s with records left: a partition nobody consumes. Seen with
-            // tansu 0.6.0 when a process is restarted before its dead member expired: the
-            // dead member keeps partitions and no new generation follows its expiry. Every
-            // member is restarted after the session timeout so the group forms again; the
-            // loss check still covers every record.
-            let behind: Vec<u32> = ends
+        let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
+        let ends = partition_ends(produced.keys().copied());
+        let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
+        let mut done = false;
+        let mut supervisor = supervisor;
+        let mut stats_before = ProcessStats::default();
+        let mut last_move = (BTreeMap::new(), Instant::now());
+        let mut regroups = 0;
+        while Instant::now() < deadline {
+            let now = place.committed().await.unwrap_or_default();
+            if ends
                 .iter()
-                .filter(|(p, end)| last_move.0.get(*p).is_none_or(|c| c < *end))
-                .map(|(p, _)| *p)
-                .collect();
-            notes.push(format!(
-                "no commit for 20 s with partitions {behind:?} behind while the live processes \
+                .all(|(p, end)| now.get(p).is_some_and(|c| c >= end))
+            {
+                done = true;
+                break;
+            }
+            if now != last_move.0 {
+                last_move = (now, Instant::now());
+            } else if last_move.1.elapsed() > Duration::from_secs(20) && regroups < 3 {
+                // No commit for 20 s with records left: a partition nobody consumes. Seen with
+                // tansu 0.6.0 when a process is restarted before its dead member expired: the
+                // dead member keeps partitions and no new generation follows its expiry. Every
+                // member is restarted after the session timeout so the group forms again; the
+                // loss check still covers every record.
+                let behind: Vec<u32> = ends
+                    .iter()
+                    .filter(|(p, end)| last_move.0.get(*p).is_none_or(|c| c < *end))
+                    .map(|(p, _)| *p)
+                    .collect();
+                notes.push(format!(
+                    "no commit for 20 s with partitions {behind:?} behind while the live processes \
                  held partitions {:?} (from their logs): every member restarted after the session \
                  timeout",
-                held_partitions(&dir, processes)
-            ));
-            regroups += 1;
-            let stats = supervisor.stop(Duration::from_secs(30)).await;
-            stats_before = merge(stats_before, stats);
-            tokio::time::sleep(case.session() + Duration::from_secs(2)).await;
-            supervisor = Supervisor::start(bench.runtime, &file, &dir, processes);
-            last_move.1 = Instant::now();
+                    held_partitions(&dir, processes)
+                ));
+                regroups += 1;
+                let stats = supervisor.stop(Duration::from_secs(30)).await;
+                stats_before = merge(stats_before, stats);
+                push(&flight, in_flight::at_once(&place, "stall restart").await);
+                tokio::time::sleep(case.session() + Duration::from_secs(2)).await;
+                supervisor = Supervisor::start(
+                    bench.runtime,
+                    &file,
+                    &dir,
+                    processes,
+                    Some(ended_tx.clone()),
+                );
+                last_move.1 = Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let cuts = proxy.stats();
-    proxy.set(FaultMode::Pass);
-    let stats = merge(stats_before, supervisor.stop(Duration::from_secs(30)).await);
+        let cuts = proxy.stats();
+        proxy.set(FaultMode::Pass);
+        let stats = merge(stats_before, supervisor.stop(Duration::from_secs(30)).await);
+        Ok::<_, String>(Drained {
+            kill_tally,
+            cut_batch,
+            at_return,
+            produced,
+            bad,
+            ends,
+            stats,
+            regroups,
+            cuts,
+            done,
+        })
+    };
+    // The measurer stops once the body ends, whether it finished or failed.
+    let run = async {
+        let drained = body.await;
+        let _ = finished.send(());
+        drained
+    };
+    let measure = measure_ends(&place, ended_rx, finished_rx, &flight);
+    let (drained, ()) = tokio::join!(run, measure);
+    let Drained {
+        kill_tally,
+        cut_batch,
+        at_return,
+        produced,
+        bad,
+        ends,
+        stats,
+        regroups,
+        cuts,
+        done,
+    } = drained?;
+    let flight = flight.into_inner().unwrap_or_else(|p| p.into_inner());
     if !done {
         notes.push("the group had not committed every partition by the deadline".into());
     }
@@ -645,12 +718,12 @@ async fn run_case_inner(
     let physical = PhysicalCheck::of(&produced, &held);
     notes.push(physical.note());
     let lettered = dead_letters::lettered(&letters, &topic);
+    notes.push(flight.note());
     let mut result = judge(
         (sink, case),
         (&produced, &lettered),
         &held.rows,
-        stats,
-        regroups,
+        (stats, &flight),
         notes.clone(),
     );
     result.stalls = regroups;
@@ -685,7 +758,48 @@ async fn run_case_inner(
         result.verdict = Err(why);
     }
     result.dead_letters = Some(dead_letters);
+    result.in_flight = Some(flight);
     Ok(result)
+}
+
+/// What the fault and the drain of a case leave to judge it by.
+struct Drained {
+    kill_tally: Option<KillTally>,
+    cut_batch: Option<FaultTally>,
+    at_return: BTreeMap<u32, u64>,
+    produced: Produced,
+    bad: BadRecords,
+    ends: BTreeMap<u32, u64>,
+    stats: ProcessStats,
+    regroups: u32,
+    cuts: pico_conformance::fault::FaultStats,
+    done: bool,
+}
+
+/// Adds `at` to the case's interruptions.
+fn push(flight: &std::sync::Mutex<InFlight>, at: in_flight::Interruption) {
+    flight.lock().unwrap_or_else(|p| p.into_inner()).at.push(at);
+}
+
+/// Measures what each process that ended left in flight, while it is down, until `finished`.
+async fn measure_ends(
+    place: &Place<'_>,
+    mut ended: tokio::sync::mpsc::UnboundedReceiver<Ended>,
+    mut finished: tokio::sync::oneshot::Receiver<()>,
+    flight: &std::sync::Mutex<InFlight>,
+) {
+    loop {
+        tokio::select! {
+            end = ended.recv() => {
+                let Some(end) = end else { return };
+                let at = in_flight::at_once(place, &end.how).await;
+                tracing::debug!(slot = end.slot, how = %end.how, in_flight = ?at.in_flight, "a process ended");
+                push(flight, at);
+                let _ = end.measured.send(());
+            }
+            _ = &mut finished => return,
+        }
+    }
 }
 
 /// What a case left to count its fault by, once it drained.
@@ -847,8 +961,7 @@ fn judge(
     (sink, case): (CrashSink, Case),
     (produced, lettered): (&Produced, &BTreeSet<(u32, u64)>),
     rows: &[HeldRow],
-    processes: ProcessStats,
-    regroups: u32,
+    (processes, flight): (ProcessStats, &InFlight),
     notes: Vec<String>,
 ) -> CaseResult {
     let mut copies: BTreeMap<(u32, u64), u64> = BTreeMap::new();
@@ -862,23 +975,23 @@ fn judge(
         .collect();
     let distinct = produced.keys().filter(|k| copies.contains_key(k)).count() as u64;
     let duplicates: u64 = copies.values().map(|n| n - 1).sum();
-    let interruptions = u32::from(case == Case::Broker)
-        + regroups
-        + processes.kills
-        + processes
-            .exits
-            .iter()
-            .filter(|(w, _)| w.as_str() != "exit 0" && w.as_str() != "killed")
-            .map(|(_, n)| *n)
-            .sum::<u32>();
-    // The spec's bound for sinks that cannot dedupe a replay with other batch boundaries: one
-    // batch per interruption, for each partition whose owner changes (a retry of the same
-    // batch after a cut answer reuses its key).
+    let interruptions = flight.at.len() as u32;
+    // A sink that cannot dedupe a replay with other batch boundaries may store again what was
+    // in flight at each interruption; an interruption not measured counts the spec's bound,
+    // one batch per partition.
     let duplicate_bound = if sink.keyed() {
         0
     } else {
-        BATCH_RECORDS * PARTITIONS as u64 * u64::from(interruptions)
+        flight.bound(BATCH_RECORDS * PARTITIONS as u64)
     };
+    let mut notes = notes;
+    if duplicate_bound > produced.len() as u64 {
+        notes.push(format!(
+            "⚠ the bound, {duplicate_bound}, is above the {} records produced: the interruptions \
+             came before the commits, so this count could not fail",
+            produced.len()
+        ));
+    }
     let verdict = if !lost.is_empty() {
         Err(format!("{} records lost", lost.len()))
     } else if duplicates > duplicate_bound {
@@ -906,6 +1019,7 @@ fn judge(
         fault: None,
         physical: None,
         dead_letters: None,
+        in_flight: None,
         verdict,
         notes,
     }

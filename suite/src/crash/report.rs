@@ -105,6 +105,32 @@ fn at_once(jobs: usize) -> String {
     }
 }
 
+/// What the bound of a sink that cannot deduplicate is, as the report measured it: what was in
+/// flight at each interruption, or, in a report from before that was measured, one batch per
+/// partition per interruption.
+fn bound_legend(report: &CrashReport) -> String {
+    let keyed = "Bound: 0 duplicates for sinks keyed on the record identity or a watermark";
+    if report.results.iter().any(|r| r.in_flight.is_some()) {
+        format!(
+            "{keyed}; for the others what was in flight at the interruptions, summed: the \
+             records the destination held at or beyond their partition's committed offset, \
+             measured while a process that ended (killed, aborted, exited with an error) was \
+             down before its restart, when every member of a stall restart was stopped, and, \
+             for a broker outage or the rebalance after a group member died, the most found in \
+             samples until the group had formed again. A successor starts each partition at its \
+             committed offset, so it can store again no more than these."
+        )
+    } else {
+        format!(
+            "{keyed}; for the others one batch ({} records) per partition ({}) per interruption \
+             (a process killed, aborted or exited with an error, a broker outage, a stall \
+             restart), the batch whose commit did not arrive.",
+            super::BATCH_RECORDS,
+            super::PARTITIONS
+        )
+    }
+}
+
 /// The Markdown page.
 pub fn render(report: &CrashReport) -> String {
     let mut md = String::new();
@@ -193,12 +219,8 @@ pub fn render(report: &CrashReport) -> String {
         md,
         "Legend: ✓ within the bound · ✗ loss or too many duplicates · n/a not applicable here · \
          ⚠ stall: the group stopped committing for 20 s with records left and every member was \
-         restarted (details below). Bound: 0 duplicates for sinks keyed on the record identity \
-         or a watermark; for the others one batch ({} records) per partition ({}) per \
-         interruption (a process killed, aborted or exited with an error, a broker outage, a \
-         stall restart), the batch whose commit did not arrive.\n",
-        super::BATCH_RECORDS,
-        super::PARTITIONS
+         restarted (details below). {}\n",
+        bound_legend(report)
     );
     let mut header = "| sink |".to_owned();
     let mut rule = "|---|".to_owned();

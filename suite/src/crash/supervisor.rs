@@ -28,8 +28,27 @@ struct Slot {
     hold_until: Option<std::time::Instant>,
 }
 
+/// A process that ended while the suite runs (not at [`Supervisor::stop`]): its successor
+/// starts once `measured` is sent or dropped, or after [`MEASURE_WAIT`], so what the process
+/// left can be measured while it is down.
+pub struct Ended {
+    /// The process slot.
+    pub slot: usize,
+    /// How it ended, as in [`ProcessStats::exits`].
+    pub how: String,
+    /// Sent when the measurement is done.
+    pub measured: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Where a supervisor reports the processes that ended.
+pub type EndedTx = tokio::sync::mpsc::UnboundedSender<Ended>;
+
+/// The longest a restart waits for the measurement of what its predecessor left.
+pub const MEASURE_WAIT: Duration = Duration::from_secs(20);
+
 struct Inner {
     slots: Vec<Mutex<Slot>>,
+    ended: Option<EndedTx>,
     stats: Mutex<ProcessStats>,
     stopping: std::sync::atomic::AtomicBool,
 }
@@ -84,10 +103,18 @@ fn exit_word(status: std::process::ExitStatus) -> String {
 }
 
 impl Supervisor {
-    /// Starts `count` processes running `pipeline`, logs in `logs`.
-    pub fn start(bin: &Path, pipeline: &Path, logs: &Path, count: usize) -> Self {
+    /// Starts `count` processes running `pipeline`, logs in `logs`; each process that ends
+    /// before [`Supervisor::stop`] is reported to `ended`, if given, before its restart.
+    pub fn start(
+        bin: &Path,
+        pipeline: &Path,
+        logs: &Path,
+        count: usize,
+        ended: Option<EndedTx>,
+    ) -> Self {
         let inner = Arc::new(Inner {
             slots: (0..count).map(|_| Mutex::new(Slot::default())).collect(),
+            ended,
             stats: Mutex::new(ProcessStats::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
         });
@@ -177,8 +204,9 @@ async fn keep_running(
         let status = child.wait().await;
         lock(&inner.slots[slot]).pid = None;
         let word = status.map(exit_word).unwrap_or_else(|e| e.to_string());
-        *lock(&inner.stats).exits.entry(word).or_default() += 1;
+        *lock(&inner.stats).exits.entry(word.clone()).or_default() += 1;
         if !inner.stopping.load(Ordering::SeqCst) {
+            report_end(&inner, slot, word).await;
             // A supervisor's restart delay, or the hold the suite asked for.
             let hold = lock(&inner.slots[slot])
                 .hold_until
@@ -186,6 +214,24 @@ async fn keep_running(
                 .and_then(|t| t.checked_duration_since(std::time::Instant::now()));
             tokio::time::sleep(hold.unwrap_or(Duration::from_millis(200))).await;
         }
+    }
+}
+
+/// Reports the end of `slot`'s process and waits (at most [`MEASURE_WAIT`]) for its
+/// measurement.
+async fn report_end(inner: &Inner, slot: usize, how: String) {
+    let Some(tx) = &inner.ended else { return };
+    let (measured, done) = tokio::sync::oneshot::channel();
+    if tx
+        .send(Ended {
+            slot,
+            how,
+            measured,
+        })
+        .is_ok()
+        && tokio::time::timeout(MEASURE_WAIT, done).await.is_err()
+    {
+        tracing::warn!(slot, "restarting before what the process left was measured");
     }
 }
 
@@ -207,4 +253,39 @@ fn spawn(bin: &Path, pipeline: &Path, log: &Path) -> Result<Child, String> {
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("{}: {e}", bin.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_process_that_ended_restarts_only_once_it_was_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("ends");
+        std::fs::write(&bin, "#!/bin/sh\nexit 2\n").unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let supervisor = Supervisor::start(&bin, &bin, dir.path(), 1, Some(tx));
+        let end = rx.recv().await.unwrap();
+        assert_eq!((end.slot, end.how.as_str()), (0, "exit 2"));
+        // While the measurement goes on, the successor waits.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(supervisor.stats().starts, 1);
+        end.measured.send(()).unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(supervisor.stats().starts, 2);
+        drop(next);
+        let stats = supervisor.stop(Duration::from_secs(5)).await;
+        assert!(
+            stats.exits.get("exit 2").copied().unwrap_or(0) >= 2,
+            "{stats:?}"
+        );
+    }
 }

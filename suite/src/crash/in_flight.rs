@@ -1,0 +1,202 @@
+//! What was in flight at each interruption of a case: the records the destination held at or
+//! beyond the group's committed offset of their partition. A successor starts every partition
+//! at its committed offset, so an interruption can make a sink that cannot deduplicate a replay
+//! store again at most these records; their sum over the case's interruptions is the duplicate
+//! bound the case is judged by, measured rather than assumed.
+//!
+//! When it is measured: a process that ended (killed, aborted, exited with an error) while
+//! still down, before the supervisor starts its successor; every member of a stall restart
+//! once all are stopped; a broker outage and a group member's death, where the processes that
+//! live on go on writing until the group forms again, as the most found in samples taken until
+//! the group has had time to form again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::Place;
+use super::destinations::HeldRow;
+
+/// How long one measurement may take before it counts as not measured.
+const MEASURE_TIMEOUT: Duration = Duration::from_secs(15);
+/// Pause between the samples of a window.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// One interruption and what was in flight at it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Interruption {
+    /// What it was: how a process ended (`killed`, `abort`, `exit 2`), `broker outage`,
+    /// `rebalance` or `stall restart`.
+    pub what: String,
+    /// Records at or beyond their partition's committed offset; none when the destination or
+    /// the group could not be read.
+    pub in_flight: Option<u64>,
+}
+
+/// The interruptions of a case, in the order they happened.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct InFlight {
+    /// Each interruption.
+    pub at: Vec<Interruption>,
+}
+
+/// Measures once what `place` holds beyond its committed offsets, for `what`.
+pub(crate) async fn at_once(place: &Place<'_>, what: &str) -> Interruption {
+    Interruption {
+        what: what.to_owned(),
+        in_flight: once(place).await,
+    }
+}
+
+/// Measures for `window`, every [`SAMPLE_EVERY`], and keeps the most found, for `what`.
+pub(crate) async fn most_within(place: &Place<'_>, what: &str, window: Duration) -> Interruption {
+    let until = Instant::now() + window;
+    let mut most: Option<u64> = None;
+    loop {
+        if let Some(n) = once(place).await {
+            most = Some(most.map_or(n, |m| m.max(n)));
+        }
+        if Instant::now() >= until {
+            break;
+        }
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+    Interruption {
+        what: what.to_owned(),
+        in_flight: most,
+    }
+}
+
+impl InFlight {
+    /// The duplicate bound: the records in flight summed over the interruptions, one that was
+    /// not measured counting `unmeasured`.
+    pub fn bound(&self, unmeasured: u64) -> u64 {
+        self.at
+            .iter()
+            .map(|i| i.in_flight.unwrap_or(unmeasured))
+            .sum()
+    }
+
+    /// Interruptions that could not be measured.
+    pub fn unmeasured(&self) -> usize {
+        self.at.iter().filter(|i| i.in_flight.is_none()).count()
+    }
+
+    /// The report's note: each interruption's count, in order, and the sum.
+    pub fn note(&self) -> String {
+        if self.at.is_empty() {
+            return "no interruption, nothing in flight".into();
+        }
+        let each: Vec<String> = self
+            .at
+            .iter()
+            .map(|i| match i.in_flight {
+                Some(n) => format!("{} {n}", i.what),
+                None => format!("{} not measured", i.what),
+            })
+            .collect();
+        let mut note = format!(
+            "in flight (records held at or beyond the committed offset) at the {} \
+             interruptions: {}; {} in all",
+            self.at.len(),
+            each.join(", "),
+            self.at.iter().filter_map(|i| i.in_flight).sum::<u64>()
+        );
+        let unmeasured = self.unmeasured();
+        if unmeasured > 0 {
+            note.push_str(&format!(
+                "; {unmeasured} not measured, each bounded by one batch per partition"
+            ));
+        }
+        note
+    }
+}
+
+/// One measurement, `None` when it failed or timed out.
+async fn once(place: &Place<'_>) -> Option<u64> {
+    let read = async {
+        let held = place.held().await?;
+        let committed = place.committed().await?;
+        Ok::<_, String>(beyond(&held.rows, &committed))
+    };
+    match tokio::time::timeout(MEASURE_TIMEOUT, read).await {
+        Ok(Ok(n)) => Some(n),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "measuring what was in flight");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("measuring what was in flight timed out");
+            None
+        }
+    }
+}
+
+/// Distinct records in `rows` at or beyond their partition's offset in `committed` (0 for a
+/// partition with none).
+pub(crate) fn beyond(rows: &[HeldRow], committed: &BTreeMap<u32, u64>) -> u64 {
+    rows.iter()
+        .filter(|r| r.offset >= committed.get(&r.partition).copied().unwrap_or(0))
+        .map(|r| (r.partition, r.offset))
+        .collect::<BTreeSet<_>>()
+        .len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(partition: u32, offset: u64) -> HeldRow {
+        HeldRow {
+            partition,
+            offset,
+            payload: 0,
+        }
+    }
+
+    #[test]
+    fn in_flight_counts_each_record_at_or_beyond_its_commit_once() {
+        let rows = [
+            row(0, 4),
+            row(0, 5),
+            row(0, 5),
+            row(0, 6),
+            row(1, 0),
+            row(2, 9),
+        ];
+        let committed = BTreeMap::from([(0, 5), (2, 10)]);
+        // p0: 5 and 6 (5 twice counts once); p1: nothing committed, 0; p2: all committed.
+        assert_eq!(beyond(&rows, &committed), 3);
+        assert_eq!(beyond(&[], &committed), 0);
+    }
+
+    #[test]
+    fn the_bound_sums_what_was_in_flight_and_names_what_was_not_measured() {
+        let flight = InFlight {
+            at: vec![
+                Interruption {
+                    what: "killed".into(),
+                    in_flight: Some(120),
+                },
+                Interruption {
+                    what: "exit 2".into(),
+                    in_flight: None,
+                },
+                Interruption {
+                    what: "killed".into(),
+                    in_flight: Some(0),
+                },
+            ],
+        };
+        assert_eq!(flight.bound(800), 920);
+        assert_eq!(flight.unmeasured(), 1);
+        let note = flight.note();
+        assert!(
+            note.contains("3 interruptions: killed 120, exit 2 not measured, killed 0; 120 in all"),
+            "{note}"
+        );
+        assert!(note.contains("1 not measured"), "{note}");
+        assert_eq!(InFlight::default().bound(800), 0);
+    }
+}
