@@ -1027,7 +1027,57 @@ fn judge(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    /// A non-keyed sink's case judged by what was in flight: one copy more than was in flight
+    /// fails it, as many as were in flight passes it, and a keyed sink fails with any copy.
+    #[test]
+    fn a_duplicate_beyond_what_was_in_flight_fails_the_case() {
+        let produced: Produced = (0..10).map(|o| ((0, o), 0)).collect();
+        let stored = |copies: u64| -> Vec<HeldRow> {
+            let mut rows: Vec<HeldRow> = (0..10)
+                .map(|o| HeldRow {
+                    partition: 0,
+                    offset: o,
+                    payload: 0,
+                })
+                .collect();
+            rows.extend((0..copies).map(|o| HeldRow {
+                partition: 0,
+                offset: o,
+                payload: 0,
+            }));
+            rows
+        };
+        let flight = InFlight {
+            at: vec![in_flight::Interruption {
+                what: "killed".into(),
+                in_flight: Some(3),
+            }],
+        };
+        let lettered = BTreeSet::new();
+        let judged = |sink, copies| {
+            judge(
+                (sink, Case::Kill),
+                (&produced, &lettered),
+                &stored(copies),
+                (ProcessStats::default(), &flight),
+                Vec::new(),
+            )
+        };
+        let within = judged(CrashSink::Http, 3);
+        assert_eq!((within.duplicates, within.duplicate_bound), (3, 3));
+        assert!(within.verdict.is_ok(), "{:?}", within.verdict);
+        let beyond = judged(CrashSink::Http, 4);
+        let why = beyond.verdict.unwrap_err();
+        assert!(
+            why.contains("4 visible duplicates, above the bound of 3"),
+            "{why}"
+        );
+        assert!(judged(CrashSink::Postgres, 1).verdict.is_err());
+    }
 
     #[test]
     fn a_case_is_finished_only_when_every_partition_committed_its_end() {
