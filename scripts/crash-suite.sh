@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The runtime's crash suite: builds pico-kafka with the sinks the suite drives, then runs
+# The runtime's crash suite: builds pico-kafka with the sinks the suite drives and the mutants its
+# controls select (`--controls`; the feature is off in every other build), then runs
 # pico-crash against a real broker (tansu natively, Kafka through docker, or
 # PICO_KAFKA_BROKERS) and writes docs/crash-suite.{json,md}. Extra arguments go to pico-crash
 # (e.g. --reduced, --sink postgres, --case kill, --no-write, --jobs 1: sinks at once, default 2);
@@ -9,8 +10,8 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
-echo "building pico-kafka (postgres, clickhouse, s3, delta) and pico-crash..." >&2
-cargo build -p pico-kafka --features postgres,clickhouse,s3,delta --bin pico-kafka
+echo "building pico-kafka (postgres, clickhouse, s3, delta, mutants) and pico-crash..." >&2
+cargo build -p pico-kafka --features postgres,clickhouse,s3,delta,mutants --bin pico-kafka
 # A workspace build may rebuild pico-kafka with other features: run a copy of this one.
 cp "$CARGO_TARGET_DIR/debug/pico-kafka" "$CARGO_TARGET_DIR/pico-kafka-crash"
 export PICO_KAFKA_BIN="$CARGO_TARGET_DIR/pico-kafka-crash"

@@ -6,7 +6,8 @@
 #      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README,
 #      then its controls (sinks broken on purpose, each to be caught) -> the controls table;
 #   2. the crash suite: pico-kafka killed, panicked and cut off against a real Kafka-protocol
-#      broker, three sinks at once -> docs/crash-suite.{json,md};
+#      broker, three sinks at once, then its controls (pico-kafka broken on purpose, each to be
+#      caught) -> docs/crash-suite.{json,md};
 #   3. the benchmarks, each sink beside its raw bulk path -> docs/benchmarks.{json,md,svg}.
 # `--reduced` runs all three at the smaller size CI uses; `--no-write` writes nothing to docs/
 # (the benchmark report then goes to a temporary directory). Any other argument selects part of
@@ -53,7 +54,7 @@ if [ ${#subset[@]} -eq 0 ]; then
   suite controls "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}"
   # Three sinks at once: each case mostly waits on session timeouts and holds (five at once
   # left a group case without its rebalance on tansu under the load).
-  suite crash bash scripts/crash-suite.sh --jobs 3 "${size[@]}" "${write[@]}"
+  suite crash bash scripts/crash-suite.sh --jobs 3 --controls "${size[@]}" "${write[@]}"
   out=docs
   [ ${#write[@]} -eq 0 ] || out=$(mktemp -d)
   suite benchmarks bash scripts/bench.sh all "${size[@]}" --out "$out"

@@ -239,6 +239,11 @@ pub struct ChaosSettings {
     /// How long a confirmed batch is held before its commit (with [`Self::written_file`]).
     #[serde(default)]
     pub hold_after_write_ms: u64,
+    /// A deliberately broken runtime or sink ([`crate::mutants`]), for the crash suite's
+    /// controls. Only with the `mutants` feature; a build without it refuses the key.
+    #[cfg(feature = "mutants")]
+    #[serde(default)]
+    pub mutant: Option<crate::mutants::Mutant>,
 }
 
 /// Why a pipeline file cannot be used.
@@ -365,6 +370,22 @@ mod tests {
             "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
         );
         assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn a_mutant_is_refused_by_a_build_without_the_mutants_feature() {
+        let file = "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\n[sink]\nkind = \"stdout\"\n\
+                    [chaos]\nmutant = \"commit-at-poll\"\n";
+        let parsed = Pipeline::from_toml(file);
+        if cfg!(feature = "mutants") {
+            assert!(parsed.is_ok(), "{:?}", parsed.err());
+        } else {
+            assert!(
+                matches!(&parsed, Err(ConfigError::Parse { source, .. }) if source.to_string().contains("mutant")),
+                "{:?}",
+                parsed.err()
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,8 @@
 
 pub mod chaos;
 pub mod config;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 pub mod runtime;
 pub mod sinks;
 pub mod tracker;

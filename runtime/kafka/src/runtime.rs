@@ -198,6 +198,9 @@ struct WorkerKit {
     shared: Arc<Shared>,
     dlq: Option<(Arc<FutureProducer>, String)>,
     failures: mpsc::UnboundedSender<Exit>,
+    /// The crash suite's control, if this build has them and the pipeline file names one.
+    #[cfg(feature = "mutants")]
+    mutant: Option<crate::mutants::Mutant>,
 }
 
 /// The driver's hooks for one partition: commit through the tracker, dead letters to the
@@ -253,6 +256,11 @@ impl DriverHooks for PartitionHooks {
         }
         if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
             p.committed(offset);
+        }
+        #[cfg(feature = "mutants")]
+        if let Some(mutant) = self.kit.mutant {
+            let others = mutant.on_committed(&self.tp, &lock(&self.kit.shared.progress));
+            mutant_commit(&self.kit, others);
         }
         debug!(batch = %batch, offset, attempts = failures + 1, "committed");
         Ok(())
@@ -401,6 +409,8 @@ pub async fn run(
         shared: shared.clone(),
         dlq,
         failures,
+        #[cfg(feature = "mutants")]
+        mutant: pipeline.chaos.mutant,
     };
     info!(
         group = %pipeline.kafka.group,
@@ -499,6 +509,34 @@ pub async fn run(
     Ok(Exit::Drained)
 }
 
+/// Commits what a mutant runtime wants committed, without waiting for the broker, and takes it
+/// as committed (so the honest path commits nothing lower).
+#[cfg(feature = "mutants")]
+fn mutant_commit(kit: &WorkerKit, offsets: Vec<(Tp, u64)>) {
+    if offsets.is_empty() {
+        return;
+    }
+    let mut tpl = TopicPartitionList::new();
+    for ((topic, partition), offset) in &offsets {
+        if let Err(e) = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset as i64))
+        {
+            warn!(error = %e, "mutant: cannot build its commit");
+            return;
+        }
+    }
+    if let Err(e) = kit.consumer.commit(&tpl, CommitMode::Async) {
+        warn!(error = %e, "mutant: its commit was refused");
+        return;
+    }
+    let mut progress = lock(&kit.shared.progress);
+    for (tp, offset) in &offsets {
+        if let Some(p) = progress.get_mut(tp) {
+            p.committed(*offset);
+        }
+    }
+    debug!(?offsets, "mutant: committed ahead of the sink");
+}
+
 /// Drops the buffers of revoked partitions.
 fn forget_revoked(shared: &Shared, pending: &mut HashMap<Tp, Pending>) {
     for tp in lock(&shared.revoked).drain(..) {
@@ -580,6 +618,10 @@ fn flush(
             let rest = buffer.records.first().map(|r| r.id.offset);
             if let Some(p) = lock(&kit.shared.progress).get_mut(tp) {
                 p.handed(batch.id().first, batch.id().last, rest);
+            }
+            #[cfg(feature = "mutants")]
+            if let Some(mutant) = kit.mutant {
+                mutant_commit(kit, mutant.on_handed(tp, batch.id().last));
             }
             if queue.try_send(batch).is_err() {
                 warn!(topic = %tp.0, partition = tp.1, "worker queue closed");

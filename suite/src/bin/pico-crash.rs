@@ -10,11 +10,12 @@ use futures_util::StreamExt;
 use futures_util::stream;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::runner::today;
+use pico_suite::crash::controls::{Control, ControlResult};
 use pico_suite::crash::destinations::{CrashDestination, CrashSink};
 use pico_suite::crash::report::{CrashReport, render};
 use pico_suite::crash::shared_broker::SharedBroker;
 use pico_suite::crash::supervisor::runtime_binary;
-use pico_suite::crash::{Bench, Case, CaseResult, Size, run_case};
+use pico_suite::crash::{Bench, Case, CaseResult, Size, run_case, run_control};
 use pico_suite::servers::kafka::Broker;
 
 #[derive(Parser)]
@@ -43,6 +44,12 @@ struct Cli {
     /// always runs alone.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Also run the controls: the kill case against postgres, at the reduced size, with the
+    /// runtime broken on purpose in each way pico-kafka's `mutants` feature offers (the runtime
+    /// binary must be built with it, as scripts/crash-suite.sh does). A control the suite does
+    /// not catch (no record lost) fails the run.
+    #[arg(long)]
+    controls: bool,
 }
 
 /// What one sink's run left: its destination and its cases, or why it could not run here.
@@ -94,6 +101,55 @@ async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
         eprintln!("[{}] stopping the destination: {e}", sink.id());
     }
     Ok((info, results))
+}
+
+/// Runs every control, one after another, against one destination of [`Control::SINK`].
+async fn run_controls(shared: &Shared<'_>) -> Result<Vec<ControlResult>, String> {
+    let destination = CrashDestination::provide(Control::SINK).await?;
+    let bench = Bench {
+        broker: shared.broker,
+        destination: &destination,
+        runtime: shared.runtime,
+        work: shared.work,
+        size: Size::REDUCED,
+    };
+    let mut results = Vec::new();
+    for control in Control::ALL {
+        eprintln!("[control {}] ...", control.id());
+        let c = run_control(&bench, control).await;
+        eprintln!(
+            "[control {}]: produced {}, lost {}, {:.0} s: {}",
+            control.id(),
+            c.result.produced,
+            c.result.lost_count,
+            c.result.seconds,
+            c.cell()
+        );
+        results.push(c);
+    }
+    if let Err(e) = destination.stop().await {
+        eprintln!("[controls] stopping the destination: {e}");
+    }
+    Ok(results)
+}
+
+/// One lane of the run: a sink's cases, or the controls.
+enum Lane {
+    Sink(CrashSink),
+    Controls,
+}
+
+/// What a lane left.
+enum LaneRun {
+    Sink(CrashSink, SinkRun),
+    Controls(Result<Vec<ControlResult>, String>),
+}
+
+async fn run_lane(shared: &Shared<'_>, lane: Lane) -> LaneRun {
+    match lane {
+        Lane::Sink(sink) => LaneRun::Sink(sink, run_sink(shared, sink).await),
+        Lane::Controls => LaneRun::Controls(run_controls(shared).await),
+    }
 }
 
 fn pick<T: Copy>(
@@ -167,6 +223,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
         results: Vec::new(),
         skipped: Vec::new(),
         jobs: cli.jobs.max(1),
+        controls_size: cli.controls.then_some(Size::REDUCED),
+        controls: Vec::new(),
     };
     eprintln!("{} sinks at once", cli.jobs.max(1));
     let broker = SharedBroker::new(broker);
@@ -177,25 +235,32 @@ async fn run(cli: Cli) -> Result<bool, String> {
         size,
         cases: &cases,
     };
-    let mut runs: Vec<(usize, CrashSink, SinkRun)> = stream::iter(sinks.into_iter().enumerate())
-        .map(|(i, sink)| {
+    let mut lanes: Vec<Lane> = sinks.into_iter().map(Lane::Sink).collect();
+    if cli.controls {
+        lanes.push(Lane::Controls);
+    }
+    let mut runs: Vec<(usize, LaneRun)> = stream::iter(lanes.into_iter().enumerate())
+        .map(|(i, lane)| {
             let shared = &shared;
-            async move { (i, sink, run_sink(shared, sink).await) }
+            async move { (i, run_lane(shared, lane).await) }
         })
         .buffer_unordered(cli.jobs.max(1))
         .collect()
         .await;
-    runs.sort_by_key(|(i, _, _)| *i);
-    for (_, sink, run) in runs {
+    runs.sort_by_key(|(i, _)| *i);
+    let mut controls_failed = None;
+    for (_, run) in runs {
         match run {
-            Ok((info, results)) => {
+            LaneRun::Sink(sink, Ok((info, results))) => {
                 report.servers.push((sink, info));
                 report.results.extend(results);
             }
-            Err(why) => {
+            LaneRun::Sink(sink, Err(why)) => {
                 eprintln!("[{}] SKIPPED — {why}", sink.id());
                 report.skipped.push((sink, why));
             }
+            LaneRun::Controls(Ok(controls)) => report.controls = controls,
+            LaneRun::Controls(Err(why)) => controls_failed = Some(why),
         }
     }
     let broker = broker.into_inner();
@@ -204,7 +269,10 @@ async fn run(cli: Cli) -> Result<bool, String> {
     }
     let markdown = render(&report);
     println!("{markdown}");
-    let failures = report.failures();
+    let mut failures = report.failures();
+    if let Some(why) = controls_failed {
+        failures.push(format!("the controls could not run: {why}"));
+    }
     for f in &failures {
         println!("FAILED {f}");
     }

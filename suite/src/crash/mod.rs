@@ -19,6 +19,7 @@
 //! in the dead-letter topic exactly once (and not in the destination) or be stored by a sink
 //! that takes it.
 
+pub mod controls;
 pub mod dead_letters;
 pub mod destinations;
 pub mod faults;
@@ -42,6 +43,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
+use controls::{Control, ControlResult};
 use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic, read_letters};
 use destinations::{CrashDestination, CrashSink, HeldRow};
 use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
@@ -403,11 +405,27 @@ fn chaos(case: Case, panic_marker: &Path, written: &Path) -> String {
 
 /// Runs one case and measures it.
 pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseResult {
+    run_case_with(bench, sink, case, None).await
+}
+
+/// Runs a control: the kill case against [`Control::SINK`] with the runtime broken on purpose
+/// (`bench.runtime` must be built with pico-kafka's `mutants` feature).
+pub async fn run_control(bench: &Bench<'_>, control: Control) -> ControlResult {
+    let result = run_case_with(bench, Control::SINK, Control::CASE, Some(control)).await;
+    ControlResult { control, result }
+}
+
+async fn run_case_with(
+    bench: &Bench<'_>,
+    sink: CrashSink,
+    case: Case,
+    control: Option<Control>,
+) -> CaseResult {
     // Timed from when the case has the broker: the broker case may wait for others first.
     let mut broker = bench.broker.turn(case).await;
     let started = Instant::now();
     let mut notes = Vec::new();
-    let outcome = run_case_inner(bench, &mut broker, sink, case, &mut notes).await;
+    let outcome = run_case_inner(bench, &mut broker, sink, case, control, &mut notes).await;
     let seconds = started.elapsed().as_secs_f64();
     match outcome {
         Ok(mut r) => {
@@ -444,13 +462,15 @@ async fn run_case_inner(
     broker: &mut BrokerTurn<'_>,
     sink: CrashSink,
     case: Case,
+    control: Option<Control>,
     notes: &mut Vec<String>,
 ) -> Result<CaseResult, String> {
     if case == Case::Broker && !broker.can_restart() {
         return Err("not applicable: an external broker cannot be stopped by the suite".into());
     }
     let id = nonce();
-    let topic = format!("crash-{}-{}-{id}", sink.id(), case.id());
+    let label = control.map_or(case.id(), Control::id);
+    let topic = format!("crash-{}-{label}-{id}", sink.id());
     let isolation = format!("crash-{}-{id}", case.id());
     let group = format!("pico-crash-{id}");
     broker.create_topic(&topic, PARTITIONS).await?;
@@ -460,7 +480,7 @@ async fn run_case_inner(
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
     let sink_toml = bench.destination.sink_toml(&isolation, proxy.addr())?;
-    let dir = bench.work.join(format!("{}-{}-{id}", sink.id(), case.id()));
+    let dir = bench.work.join(format!("{}-{label}-{id}", sink.id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let marker = dir.join("panicked");
     let written = dir.join("written");
@@ -473,7 +493,8 @@ async fn run_case_inner(
             &topic,
             case.session(),
             &sink_toml,
-            &chaos(case, &marker, &written),
+            &(chaos(case, &marker, &written)
+                + &control.map(Control::chaos_line).unwrap_or_default()),
         ),
     )
     .map_err(|e| e.to_string())?;

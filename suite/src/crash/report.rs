@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use pico_conformance::target::ServerInfo;
 use serde::{Deserialize, Serialize};
 
+use super::controls::{Control, ControlResult};
 use super::destinations::CrashSink;
 use super::faults::FaultTally;
 use super::{Case, CaseResult, Size};
@@ -32,6 +33,12 @@ pub struct CrashReport {
     /// Sinks that ran at once (reports from before this field ran one at a time).
     #[serde(default = "one_at_a_time")]
     pub jobs: usize,
+    /// The controls' size, when they ran ([`super::controls`]).
+    #[serde(default)]
+    pub controls_size: Option<Size>,
+    /// The controls: the kill case with the runtime broken on purpose.
+    #[serde(default)]
+    pub controls: Vec<ControlResult>,
 }
 
 fn one_at_a_time() -> usize {
@@ -50,6 +57,7 @@ impl CrashReport {
                     .filter(|why| !why.starts_with("not applicable"))
                     .map(|why| format!("{}/{}: {why}", r.sink.id(), r.case.id()))
             })
+            .chain(self.controls.iter().filter_map(ControlResult::missed))
             .collect()
     }
 }
@@ -131,6 +139,46 @@ fn bound_legend(report: &CrashReport) -> String {
     }
 }
 
+/// The controls table: the honest runtime's kill case beside each control's.
+fn render_controls(report: &CrashReport, md: &mut String) {
+    let Some(size) = report.controls_size else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\n## Controls\n\nEach control runs the {} case against {} with pico-kafka built with its \
+         `mutants` feature (never in a release build) and broken on purpose in one way \
+         (`[chaos] mutant`), at {} records and {} kills. A control is **caught** when the case \
+         counts records lost; one that loses nothing is missed and fails the run.\n",
+        Control::CASE.id(),
+        Control::SINK.id(),
+        size.records,
+        size.kills
+    );
+    let _ = writeln!(md, "| control | what it breaks | verdict |\n|---|---|---|");
+    if let Some(honest) = report
+        .results
+        .iter()
+        .find(|r| r.sink == Control::SINK && r.case == Control::CASE)
+    {
+        let _ = writeln!(
+            md,
+            "| none (pico-kafka as built, at size {}) | nothing | {} |",
+            report.size_name,
+            cell(honest)
+        );
+    }
+    for c in &report.controls {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            c.control.id(),
+            c.control.breaks(),
+            c.cell().replace('|', "\\|")
+        );
+    }
+}
+
 /// The Markdown page.
 pub fn render(report: &CrashReport) -> String {
     let mut md = String::new();
@@ -148,8 +196,9 @@ pub fn render(report: &CrashReport) -> String {
     // described as they ran.
     let kills = if report.results.iter().any(|r| r.kills.is_some()) {
         format!(
-            "in the kill case, at least {} effective SIGKILLs: each sent once the running process \
-             has written new records and holds their batch before its commit (`[chaos] \
+            "in the kill case, at least {} effective SIGKILLs: each sent once the group has \
+             committed past what the previous kill left in flight (waiting up to 10 s) and the \
+             running process has then written new records and holds their batch before its commit (`[chaos] \
              written_file`, `hold_after_write_ms`), and effective when, measured while the \
              process is down, the destination holds records beyond the committed offset of a \
              partition it owned",
@@ -248,6 +297,7 @@ pub fn render(report: &CrashReport) -> String {
         }
         md.push('\n');
     }
+    render_controls(report, &mut md);
     if !report.skipped.is_empty() {
         let _ = writeln!(md, "\n## Not run here\n");
         for (sink, why) in &report.skipped {

@@ -58,6 +58,20 @@ async fn shutdown_signal() {
 fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
     let chaos = &pipeline.chaos;
     let sink = pipeline.sink.build().map_err(|e| e.to_string())?;
+    #[cfg(feature = "mutants")]
+    if let Some(mutant) = chaos.mutant {
+        tracing::warn!(
+            ?mutant,
+            "a mutant runtime: it breaks the at-least-once contract on purpose"
+        );
+    }
+    #[cfg(feature = "mutants")]
+    let sink: Arc<dyn Sink> = match chaos.mutant {
+        Some(pico_kafka::mutants::Mutant::AckBeforeDurable) => {
+            Arc::new(pico_kafka::mutants::AckBeforeDurable::new(sink))
+        }
+        _ => sink,
+    };
     let sink: Arc<dyn Sink> = match &chaos.written_file {
         Some(file) => Arc::new(HoldAfterWrite::new(
             sink,

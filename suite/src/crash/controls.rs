@@ -1,0 +1,182 @@
+//! The crash suite's controls: pico-kafka built with its `mutants` feature and told to break the
+//! at-least-once contract in one way (`[chaos] mutant`), run through the kill case against
+//! PostgreSQL. A suite that cannot tell such a runtime from the honest one proves nothing about
+//! the honest one, so each control must be **caught**: records lost, counted and named. A
+//! control that loses nothing is **missed** and fails the run.
+
+use serde::{Deserialize, Serialize};
+
+use super::destinations::CrashSink;
+use super::{Case, CaseResult};
+
+/// A deliberately broken runtime or sink: the names are pico-kafka's `[chaos] mutant` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Control {
+    /// Commits each batch's end when the batch is cut from what was polled, before the sink
+    /// wrote it (as Apache Iggy's connector runtime does).
+    CommitAtPoll,
+    /// When one partition commits, commits every other partition at its read position, past
+    /// the batches their workers still have in flight.
+    CommitOtherPartitions,
+    /// A sink that confirms a batch at once and writes it seconds later.
+    AckBeforeDurable,
+}
+
+impl Control {
+    /// Every control, in report order.
+    pub const ALL: [Control; 3] = [
+        Control::CommitAtPoll,
+        Control::CommitOtherPartitions,
+        Control::AckBeforeDurable,
+    ];
+
+    /// The sink the controls run against: keyed, so a loss is never hidden by a duplicate.
+    pub const SINK: CrashSink = CrashSink::Postgres;
+
+    /// The case the controls run: kills land where a broken commit order loses records.
+    pub const CASE: Case = Case::Kill;
+
+    /// The mutant's name in the pipeline file and the report.
+    pub fn id(self) -> &'static str {
+        match self {
+            Control::CommitAtPoll => "commit-at-poll",
+            Control::CommitOtherPartitions => "commit-other-partitions",
+            Control::AckBeforeDurable => "ack-before-durable",
+        }
+    }
+
+    /// What it breaks, for the report.
+    pub fn breaks(self) -> &'static str {
+        match self {
+            Control::CommitAtPoll => {
+                "the runtime commits a batch's offset when it cuts the batch, before the sink wrote it"
+            }
+            Control::CommitOtherPartitions => {
+                "on each commit the runtime commits every other partition at its read position, \
+                 past their batches in flight"
+            }
+            Control::AckBeforeDurable => {
+                "the sink confirms a batch at once and writes it 3 s later"
+            }
+        }
+    }
+
+    /// Its line in the `[chaos]` section.
+    pub fn chaos_line(self) -> String {
+        format!("mutant = \"{}\"\n", self.id())
+    }
+}
+
+/// What one control's run showed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ControlResult {
+    /// The control.
+    pub control: Control,
+    /// Its run of the kill case.
+    pub result: CaseResult,
+}
+
+impl ControlResult {
+    /// Caught: the case counted records lost.
+    pub fn caught(&self) -> bool {
+        self.result.lost_count > 0
+    }
+
+    /// Why a control that was not caught failed the run.
+    pub fn missed(&self) -> Option<String> {
+        if self.caught() {
+            return None;
+        }
+        let how = match &self.result.verdict {
+            Ok(()) => "the kill case passed".to_owned(),
+            Err(why) => format!("the kill case found no loss ({why})"),
+        };
+        Some(format!("control {} missed: {how}", self.control.id()))
+    }
+
+    /// Its cell in the controls table.
+    pub fn cell(&self) -> String {
+        let r = &self.result;
+        if self.caught() {
+            format!(
+                "caught: {} of {} lost (first: {})",
+                r.lost_count,
+                r.produced,
+                r.lost.join(", ")
+            )
+        } else if r.produced == 0 {
+            format!(
+                "MISSED: did not run ({})",
+                r.verdict.as_ref().err().map_or("", String::as_str)
+            )
+        } else {
+            "MISSED: 0 lost".to_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::crash::supervisor::ProcessStats;
+
+    fn case(lost: u64, verdict: Result<(), String>) -> CaseResult {
+        CaseResult {
+            sink: Control::SINK,
+            case: Control::CASE,
+            produced: 4_000,
+            read: 4_000 - lost,
+            distinct: 4_000 - lost,
+            lost: (0..lost.min(3)).map(|o| format!("p0@{o}")).collect(),
+            lost_count: lost,
+            duplicates: 0,
+            interruptions: 10,
+            duplicate_bound: 0,
+            processes: ProcessStats::default(),
+            seconds: 90.0,
+            stalls: 0,
+            kills: None,
+            fault: None,
+            physical: None,
+            dead_letters: None,
+            in_flight: None,
+            verdict,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_control_is_caught_only_by_a_counted_loss() {
+        let lost = ControlResult {
+            control: Control::CommitAtPoll,
+            result: case(25, Err("25 records lost".into())),
+        };
+        assert!(lost.caught());
+        assert_eq!(lost.missed(), None);
+        assert!(lost.cell().starts_with("caught: 25 of 4000 lost"));
+        // A failing case that lost nothing (a duplicate, a stall) does not catch a control.
+        let failed = ControlResult {
+            control: Control::AckBeforeDurable,
+            result: case(0, Err("only 3 of 10 kills effective".into())),
+        };
+        assert!(!failed.caught());
+        assert!(failed.missed().unwrap().contains("ack-before-durable"));
+        let passed = ControlResult {
+            control: Control::CommitOtherPartitions,
+            result: case(0, Ok(())),
+        };
+        assert_eq!(passed.cell(), "MISSED: 0 lost");
+    }
+
+    #[test]
+    fn every_control_names_a_mutant_line() {
+        for c in Control::ALL {
+            assert_eq!(c.chaos_line(), format!("mutant = \"{}\"\n", c.id()));
+            let back: Control = serde_json::from_str(&format!("\"{}\"", c.id())).unwrap();
+            assert_eq!(back, c);
+        }
+    }
+}
