@@ -15,18 +15,20 @@
 //! * **Dead letters**: refused records are produced to the dead-letter topic (`acks=all`) with
 //!   the reason and their origin as headers before the commit; without a dead-letter topic a
 //!   refusal stops the pipeline with nothing committed past it.
-//! * **Failures**: a batch that fails every attempt, a fatal sink error, or a failed dead
-//!   letter ends [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it
+//! * **Failures**: a batch that fails every attempt, a fatal sink error, a failed dead
+//!   letter, or a panic inside a partition's delivery ends [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it
 //!   resumes from the committed offsets.
 //! * **Shutdown**: when the `shutdown` future completes, fetching stops, every buffered record
 //!   is delivered and committed, then `run` returns [`Exit::Drained`].
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
 use pico_sink::identity::{BatchId, RecordId};
 use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, Record, Sink};
 use rdkafka::client::ClientContext;
@@ -52,8 +54,9 @@ type Tp = (String, i32);
 pub enum Exit {
     /// Shut down on request: everything read was delivered and committed.
     Drained,
-    /// A batch failed every attempt (or its commit hook failed): restart to resume from the
-    /// committed offset. Exit code 2.
+    /// A batch failed every attempt, its commit hook failed, or a partition's worker panicked
+    /// (the text names the partition and the panic): restart to resume from the committed
+    /// offset. Exit code 2.
     GaveUp(String),
     /// The sink reported misconfiguration: fix it, then restart. Exit code 3.
     Fatal(String),
@@ -316,7 +319,10 @@ impl DriverHooks for PartitionHooks {
     }
 }
 
-/// One partition's worker: delivers its batches in order.
+/// One partition's worker: delivers its batches in order. A panic inside the delivery (the
+/// sink's own bug) ends the pipeline like a batch that failed every attempt, with nothing of
+/// the partition committed past what the sink confirmed: a worker that vanished would stall
+/// its partition while the others go on.
 async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
     let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
     while let Some(batch) = queue.recv().await {
@@ -325,7 +331,30 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
             first: batch.id().first,
             kit: kit.clone(),
         };
-        match driver.deliver(&batch, &mut hooks).await {
+        let delivery = AssertUnwindSafe(driver.deliver(&batch, &mut hooks))
+            .catch_unwind()
+            .await;
+        let delivered = match delivery {
+            Ok(delivered) => delivered,
+            Err(panic) => {
+                let committed = lock(&kit.shared.progress)
+                    .get(&tp)
+                    .and_then(Progress::cursor);
+                let text = format!(
+                    "the worker of {}:{} panicked delivering {}: {}; nothing of the partition \
+                     past its committed offset ({}) is delivered",
+                    tp.0,
+                    tp.1,
+                    batch.id(),
+                    panic_message(panic.as_ref()),
+                    committed.map_or_else(|| "none".to_owned(), |c| c.to_string())
+                );
+                error!(batch = %batch.id(), error = %text, "delivery stopped");
+                let _ = kit.failures.send(Exit::GaveUp(text));
+                return;
+            }
+        };
+        match delivered {
             Ok(delivered) => {
                 debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, changed = delivered.outcome.changed, "delivered")
             }
@@ -342,6 +371,15 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
             }
         }
     }
+}
+
+/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// The consumer's properties.

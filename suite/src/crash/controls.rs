@@ -121,30 +121,16 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::crash::supervisor::ProcessStats;
 
     fn case(lost: u64, verdict: Result<(), String>) -> CaseResult {
         CaseResult {
-            sink: Control::SINK,
-            case: Control::CASE,
             produced: 4_000,
             read: 4_000 - lost,
             distinct: 4_000 - lost,
-            lost: (0..lost.min(3)).map(|o| format!("p0@{o}")).collect(),
+            lost: (0..lost.min(3)).map(|o| format!("0:{o}")).collect(),
             lost_count: lost,
-            duplicates: 0,
-            interruptions: 10,
-            duplicate_bound: 0,
-            processes: ProcessStats::default(),
-            seconds: 90.0,
-            stalls: 0,
-            kills: None,
-            fault: None,
-            physical: None,
-            dead_letters: None,
-            in_flight: None,
             verdict,
-            notes: Vec::new(),
+            ..CaseResult::failed(Control::SINK, Control::CASE, String::new())
         }
     }
 

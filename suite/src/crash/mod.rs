@@ -199,6 +199,34 @@ pub struct CaseResult {
     pub notes: Vec<String>,
 }
 
+impl CaseResult {
+    /// A case that failed before it measured anything, and why.
+    pub fn failed(sink: CrashSink, case: Case, why: String) -> Self {
+        CaseResult {
+            sink,
+            case,
+            produced: 0,
+            read: 0,
+            distinct: 0,
+            lost: Vec::new(),
+            lost_count: 0,
+            duplicates: 0,
+            interruptions: 0,
+            duplicate_bound: 0,
+            processes: ProcessStats::default(),
+            seconds: 0.0,
+            stalls: 0,
+            kills: None,
+            fault: None,
+            physical: None,
+            dead_letters: None,
+            in_flight: None,
+            verdict: Err(why),
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// What a run needs.
 pub struct Bench<'a> {
     /// The broker, shared with the cases of other sinks that run at once.
@@ -291,7 +319,7 @@ async fn produce(
 }
 
 /// The group's committed offset per partition (0 where none).
-pub(crate) async fn committed(
+pub async fn committed(
     brokers: &str,
     group: &str,
     topic: &str,
@@ -433,26 +461,9 @@ async fn run_case_with(
             r
         }
         Err(e) => CaseResult {
-            sink,
-            case,
-            produced: 0,
-            read: 0,
-            distinct: 0,
-            lost: Vec::new(),
-            lost_count: 0,
-            duplicates: 0,
-            interruptions: 0,
-            duplicate_bound: 0,
-            processes: ProcessStats::default(),
             seconds,
-            stalls: 0,
-            kills: None,
-            fault: None,
-            physical: None,
-            dead_letters: None,
-            in_flight: None,
-            verdict: Err(e),
             notes,
+            ..CaseResult::failed(sink, case, e)
         },
     }
 }
