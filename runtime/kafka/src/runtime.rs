@@ -122,8 +122,10 @@ impl ConsumerContext for Context {
                         // the new owner resumes from the committed offset.
                         worker.task.abort();
                     }
-                    lock(&self.shared.progress).remove(&tp);
-                    info!(topic = %tp.0, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
+                    let read_not_committed = lock(&self.shared.progress)
+                        .remove(&tp)
+                        .map_or(0, |p| p.read_not_committed());
+                    info!(topic = %tp.0, read_not_committed, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
                     lock(&self.shared.revoked).push(tp);
                 }
             }

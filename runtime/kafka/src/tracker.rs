@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 pub struct Progress {
     /// The next offset to read (one past the highest offset read), once something was read.
     read: Option<u64>,
+    /// The lowest offset read by this process.
+    first_read: Option<u64>,
     /// The lowest offset read but not yet handed to the sink (buffered).
     buffered_from: Option<u64>,
     /// Batches handed to the sink and not confirmed: first → last offset.
@@ -27,6 +29,7 @@ impl Progress {
     pub fn read(&mut self, offset: u64) {
         let next = offset.saturating_add(1);
         self.read = Some(self.read.map_or(next, |r| r.max(next)));
+        self.first_read = Some(self.first_read.map_or(offset, |f| f.min(offset)));
         self.buffered_from = Some(self.buffered_from.map_or(offset, |b| b.min(offset)));
     }
 
@@ -79,6 +82,15 @@ impl Progress {
         self.read
     }
 
+    /// Records read and not committed (from the last commit, or from the first record read
+    /// when nothing was committed): all a sink can have written past the committed offset, so
+    /// all a new owner of the partition can write again.
+    pub fn read_not_committed(&self) -> u64 {
+        let Some(read) = self.read else { return 0 };
+        let from = self.committed.or(self.first_read).unwrap_or(read);
+        read.saturating_sub(from)
+    }
+
     /// `cursor == read position`: everything read is confirmed and committed.
     pub fn nothing_unacked(&self) -> bool {
         self.read.is_none() || self.committed == self.read
@@ -109,10 +121,12 @@ mod tests {
         assert_eq!(p.cursor(), Some(20));
         assert_eq!(p.read_position(), Some(30));
         assert!(!p.nothing_unacked(), "20..30 are still buffered");
+        assert_eq!(p.read_not_committed(), 10, "20..30 read, not committed");
         p.handed(20, 29, None);
         assert_eq!(p.confirmed(20), Some(30));
         p.committed(30);
         assert!(p.nothing_unacked(), "cursor == read position");
+        assert_eq!(p.read_not_committed(), 0);
         assert_eq!(
             p.confirmed(20),
             None,

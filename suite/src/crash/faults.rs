@@ -90,7 +90,8 @@ pub(crate) fn log_lines(dir: &Path, processes: usize, needle: &str) -> u64 {
         .sum()
 }
 
-fn logs(dir: &Path, processes: usize) -> Vec<String> {
+/// The runtime log of each of `processes` slots in `dir` (empty where there is none).
+pub(crate) fn logs(dir: &Path, processes: usize) -> Vec<String> {
     (0..processes)
         .map(|slot| {
             std::fs::read_to_string(dir.join(format!("runtime-{slot}.log"))).unwrap_or_default()
@@ -128,9 +129,28 @@ pub(crate) fn retried_batches(dir: &Path, processes: usize) -> u64 {
 }
 
 /// The value of `name` (`batch=`) in a log line: up to the next space.
-fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let rest = line.split_once(name)?.1;
     rest.split_whitespace().next()
+}
+
+/// Partitions revoked from a running member, not at its drain (after `shutdown requested`): the
+/// rebalances the live members went through, from every member's log.
+pub(crate) fn live_revokes(dir: &Path, processes: usize) -> u64 {
+    let mut revokes = 0;
+    for log in logs(dir, processes) {
+        let mut draining = false;
+        for line in log.lines() {
+            if line.contains("consuming group=") {
+                draining = false;
+            } else if line.contains("shutdown requested") {
+                draining = true;
+            } else if line.contains("partition revoked") && !draining {
+                revokes += 1;
+            }
+        }
+    }
+    revokes
 }
 
 /// Assignments of a partition to a member other than the one that held it last, from the
@@ -144,12 +164,7 @@ pub(crate) fn partition_moves(dir: &Path, processes: usize) -> u64 {
                 .next()
                 .unwrap_or_default()
                 .to_owned();
-            let partition = line
-                .rsplit("partition=")
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_owned();
+            let partition = field(line, "partition=").unwrap_or_default().to_owned();
             assigned.push((stamp, slot, partition));
         }
     }
@@ -291,6 +306,19 @@ mod tests {
         assert_eq!(partition_moves(dir.path(), 2), 2);
         let still = dir_with_logs(&[a]);
         assert_eq!(partition_moves(still.path(), 1), 0);
+    }
+
+    #[test]
+    fn a_revoke_counts_as_a_rebalance_unless_the_member_was_draining() {
+        let a = "I consuming group=g\n\
+                 I partition revoked: x topic=t read_not_committed=3 partition=0\n\
+                 I shutdown requested: draining\n\
+                 I partition revoked: x topic=t read_not_committed=0 partition=1\n\
+                 I consuming group=g\n\
+                 I partition revoked: x topic=t read_not_committed=0 partition=1\n";
+        let b = "I consuming group=g\nI shutdown requested: draining\n\
+                 I partition revoked: x topic=t read_not_committed=0 partition=2\n";
+        assert_eq!(live_revokes(dir_with_logs(&[a, b]).path(), 2), 2);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! still down, before the supervisor starts its successor; every member of a stall restart
 //! once all are stopped; a broker outage and a group member's death, where the processes that
 //! live on go on writing until the group forms again, as the most found in samples taken until
-//! the group has had time to form again.
+//! the group has had time to form again; and each revoke of a partition from a live member, as
+//! what that member had read and not committed, from its own log line at the revoke.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -66,6 +67,29 @@ pub(crate) async fn most_within(place: &Place<'_>, what: &str, window: Duration)
         what: what.to_owned(),
         in_flight: most,
     }
+}
+
+/// Each revoke of a partition from a live member that had read records it had not committed,
+/// from the members' logs (`read_not_committed` of pico-kafka's `partition revoked` line):
+/// whatever of them the member wrote, the partition's next owner may write again. Measured by
+/// the runtime at the revoke itself, which a sample of the destination would miss (a revoke
+/// aborts a batch between its write and its commit, a window of milliseconds).
+pub(crate) fn at_revokes(dir: &std::path::Path, processes: usize) -> Vec<Interruption> {
+    super::faults::logs(dir, processes)
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter(|line| line.contains("partition revoked"))
+        .filter_map(|line| {
+            let n: u64 = super::faults::field(line, "read_not_committed=")?
+                .parse()
+                .ok()?;
+            let partition = super::faults::field(line, "partition=").unwrap_or("?");
+            (n > 0).then(|| Interruption {
+                what: format!("revoke of p{partition}"),
+                in_flight: Some(n),
+            })
+        })
+        .collect()
 }
 
 impl InFlight {
@@ -146,6 +170,27 @@ pub(crate) fn beyond(rows: &[HeldRow], committed: &BTreeMap<u32, u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revoke_counts_what_the_live_member_read_and_had_not_committed() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        std::fs::write(
+            dir.path().join("runtime-1.log"),
+            "2026-12-04T18:46:38Z INFO pico_kafka::runtime: partition revoked: fetching stopped, \
+             nothing committed past what was confirmed topic=t read_not_committed=91 partition=3\n\
+             2026-12-04T18:46:51Z INFO pico_kafka::runtime: partition revoked: fetching stopped, \
+             nothing committed past what was confirmed topic=t read_not_committed=0 partition=3\n",
+        )
+        .expect("a log");
+        assert_eq!(
+            at_revokes(dir.path(), 3),
+            vec![Interruption {
+                what: "revoke of p3".into(),
+                in_flight: Some(91)
+            }],
+            "a revoke after a drain (0 not committed) is no interruption"
+        );
+    }
 
     fn row(partition: u32, offset: u64) -> HeldRow {
         HeldRow {

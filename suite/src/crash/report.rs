@@ -125,7 +125,9 @@ fn bound_legend(report: &CrashReport) -> String {
              measured while a process that ended (killed, aborted, exited with an error) was \
              down before its restart, when every member of a stall restart was stopped, and, \
              for a broker outage or the rebalance after a group member died, the most found in \
-             samples until the group had formed again. A successor starts each partition at its \
+             samples until the group had formed again; and for each revoke of a partition from \
+             a live member, what that member had read and not committed (from its log line at \
+             the revoke). A successor starts each partition at its \
              committed offset, so it can store again no more than these."
         )
     } else {
@@ -220,7 +222,7 @@ pub fn render(report: &CrashReport) -> String {
          destination held before the process aborted; the broker case the consumer errors the \
          runtime logged and the records committed after the broker came back; the destination \
          case the connections refused and the records committed after it came back; the group \
-         case the partitions that moved between members; the flaky case the cuts and the \
+         case the partitions revoked from running members (rebalances, not at a drain); the flaky case the cuts and the \
          retries (batches the runtime retried, requests the sink's client retried)."
     } else {
         ""
