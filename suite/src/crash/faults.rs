@@ -134,23 +134,31 @@ pub(crate) fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     rest.split_whitespace().next()
 }
 
-/// Partitions revoked from a running member, not at its drain (after `shutdown requested`): the
-/// rebalances the live members went through, from every member's log.
-pub(crate) fn live_revokes(dir: &Path, processes: usize) -> u64 {
-    let mut revokes = 0;
-    for log in logs(dir, processes) {
-        let mut draining = false;
-        for line in log.lines() {
-            if line.contains("consuming group=") {
-                draining = false;
-            } else if line.contains("shutdown requested") {
-                draining = true;
-            } else if line.contains("partition revoked") && !draining {
-                revokes += 1;
-            }
+/// The `partition revoked` lines of one member's log while it was running, not once it was
+/// ending: after `shutdown requested` (a drain) or `delivery stopped` (an exit with an error,
+/// whose end is measured as an interruption of its own), until it starts again.
+pub(crate) fn live_revoke_lines(log: &str) -> Vec<&str> {
+    let mut ending = false;
+    let mut lines = Vec::new();
+    for line in log.lines() {
+        if line.contains("consuming group=") {
+            ending = false;
+        } else if line.contains("shutdown requested") || line.contains("delivery stopped") {
+            ending = true;
+        } else if line.contains("partition revoked") && !ending {
+            lines.push(line);
         }
     }
-    revokes
+    lines
+}
+
+/// Partitions revoked from a running member ([`live_revoke_lines`]): the rebalances the live
+/// members went through, from every member's log.
+pub(crate) fn live_revokes(dir: &Path, processes: usize) -> u64 {
+    logs(dir, processes)
+        .iter()
+        .map(|log| live_revoke_lines(log).len() as u64)
+        .sum()
 }
 
 /// Assignments of a partition to a member other than the one that held it last, from the
@@ -318,7 +326,9 @@ mod tests {
                  I partition revoked: x topic=t read_not_committed=0 partition=1\n";
         let b = "I consuming group=g\nI shutdown requested: draining\n\
                  I partition revoked: x topic=t read_not_committed=0 partition=2\n";
-        assert_eq!(live_revokes(dir_with_logs(&[a, b]).path(), 2), 2);
+        let c = "I consuming group=g\nE delivery stopped batch=t:0:0..=9\n\
+                 I partition revoked: x topic=t read_not_committed=40 partition=0\n";
+        assert_eq!(live_revokes(dir_with_logs(&[a, b, c]).path(), 3), 2);
     }
 
     #[test]

@@ -77,8 +77,7 @@ pub(crate) async fn most_within(place: &Place<'_>, what: &str, window: Duration)
 pub(crate) fn at_revokes(dir: &std::path::Path, processes: usize) -> Vec<Interruption> {
     super::faults::logs(dir, processes)
         .iter()
-        .flat_map(|log| log.lines())
-        .filter(|line| line.contains("partition revoked"))
+        .flat_map(|log| super::faults::live_revoke_lines(log))
         .filter_map(|line| {
             let n: u64 = super::faults::field(line, "read_not_committed=")?
                 .parse()
@@ -179,7 +178,11 @@ mod tests {
             "2026-12-04T18:46:38Z INFO pico_kafka::runtime: partition revoked: fetching stopped, \
              nothing committed past what was confirmed topic=t read_not_committed=91 partition=3\n\
              2026-12-04T18:46:51Z INFO pico_kafka::runtime: partition revoked: fetching stopped, \
-             nothing committed past what was confirmed topic=t read_not_committed=0 partition=3\n",
+             nothing committed past what was confirmed topic=t read_not_committed=0 partition=3\n\
+             2026-12-04T18:46:52Z INFO pico_kafka::runtime: consuming group=g\n\
+             2026-12-04T18:46:53Z ERROR pico_kafka::runtime: delivery stopped batch=t:3:0..=9\n\
+             2026-12-04T18:46:53Z INFO pico_kafka::runtime: partition revoked: fetching stopped, \
+             nothing committed past what was confirmed topic=t read_not_committed=800 partition=3\n",
         )
         .expect("a log");
         assert_eq!(
@@ -188,7 +191,8 @@ mod tests {
                 what: "revoke of p3".into(),
                 in_flight: Some(91)
             }],
-            "a revoke after a drain (0 not committed) is no interruption"
+            "neither a revoke with nothing read and not committed nor one of a process ending with \
+             an error (its end is measured by itself) is an interruption"
         );
     }
 
