@@ -28,7 +28,7 @@ const SECONDS_PER_KILL: u64 = 9;
 /// How long a kill waits, before it waits for new batches, for the group to commit past
 /// what the previous kill left in flight: a kill before that would find the same records in
 /// flight again, and the case's duplicate bound would count them twice.
-const COMMIT_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const COMMIT_WAIT: Duration = Duration::from_secs(10);
 /// Pause between two reads of the group's committed offsets while a kill waits for them.
 const COMMIT_POLL: Duration = Duration::from_millis(250);
 

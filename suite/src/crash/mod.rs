@@ -911,10 +911,9 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
 /// The partitions each process slot holds now, from its log: assignments and revocations since
 /// the process last started.
 pub(crate) fn held_partitions(dir: &Path, processes: usize) -> Vec<BTreeSet<i32>> {
-    (0..processes)
-        .map(|slot| {
-            let log = std::fs::read_to_string(dir.join(format!("runtime-{slot}.log")))
-                .unwrap_or_default();
+    faults::logs(dir, processes)
+        .iter()
+        .map(|log| {
             let mut held = BTreeSet::new();
             for line in log.lines() {
                 let partition =

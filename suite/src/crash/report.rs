@@ -199,12 +199,13 @@ pub fn render(report: &CrashReport) -> String {
     let kills = if report.results.iter().any(|r| r.kills.is_some()) {
         format!(
             "in the kill case, at least {} effective SIGKILLs: each sent once the group has \
-             committed past what the previous kill left in flight (waiting up to 10 s) and the \
+             committed past what the previous kill left in flight (waiting up to {} s) and the \
              running process has then written new records and holds their batch before its commit (`[chaos] \
              written_file`, `hold_after_write_ms`), and effective when, measured while the \
              process is down, the destination holds records beyond the committed offset of a \
              partition it owned",
-            report.size.kills
+            report.size.kills,
+            super::kills::COMMIT_WAIT.as_secs()
         )
     } else {
         format!("{} SIGKILLs in the kill case", report.size.kills)
