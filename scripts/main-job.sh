@@ -40,11 +40,15 @@ fi
 echo "== build took ${SECONDS} s" >&2
 built=$SECONDS
 failed=() times=()
+# Each suite's standard output is kept, so that the job's end can repeat the `FAILED` lines of
+# a failed suite: a CI log shows its tail, which later suites' reports would have pushed them
+# out of.
+outputs=$(mktemp -d)
 # Runs one suite, keeping its elapsed time for the end of the job; a failure is named.
 suite() {
   local name=$1 t0=$SECONDS
   shift
-  "$@" || failed+=("$name")
+  "$@" | tee "$outputs/$name.out" || failed+=("$name")
   times+=("$name $((SECONDS - t0)) s")
   echo "== $name took $((SECONDS - t0)) s" >&2
 }
@@ -61,6 +65,10 @@ if [ ${#subset[@]} -eq 0 ]; then
 fi
 echo "elapsed per suite: ${times[*]/%/,} total $((SECONDS - built)) s after a ${built} s build" >&2
 if [ ${#failed[@]} -gt 0 ]; then
+  for name in "${failed[@]}"; do
+    echo "== what failed in $name:" >&2
+    grep -E '^(FAILED|GOAL NOT MET)' "$outputs/$name.out" >&2 || echo "(no FAILED line: see its output above)" >&2
+  done
   echo "main job FAILED: ${failed[*]}" >&2
   exit 1
 fi
