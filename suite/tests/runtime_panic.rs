@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +20,6 @@ use pico_sink_stdout::StdoutSink;
 use pico_suite::crash::{PARTITIONS, committed};
 use pico_suite::provide::first_available;
 use pico_suite::servers::kafka::Broker;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// Records produced to each partition.
 const PER_PARTITION: u64 = 60;
@@ -54,29 +54,6 @@ impl Sink for PanicsOnOneBatch {
     }
 }
 
-async fn produce(brokers: &str, topic: &str) {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("acks", "all")
-        .create()
-        .unwrap();
-    for partition in 0..PARTITIONS {
-        for i in 0..PER_PARTITION {
-            producer
-                .send(
-                    FutureRecord::to(topic)
-                        .partition(partition)
-                        .key(&format!("k{i}"))
-                        .payload(&format!("{{\"i\":{i}}}")),
-                    Duration::from_secs(30),
-                )
-                .await
-                .map_err(|(e, _)| e)
-                .unwrap();
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_worker_that_panics_ends_run_with_gave_up_and_commits_nothing_past_its_batch() {
     let broker = match first_available(Broker::provide).await {
@@ -89,7 +66,7 @@ async fn a_worker_that_panics_ends_run_with_gave_up_and_commits_nothing_past_its
     let id = fastrand::u64(..);
     let (topic, group) = (format!("panic-{id}"), format!("panic-group-{id}"));
     broker.create_topic(&topic, PARTITIONS).await.unwrap();
-    produce(&broker.brokers, &topic).await;
+    common::produce(&broker.brokers, &topic, PER_PARTITION).await;
     let pipeline = pico_kafka::Pipeline::from_toml(&format!(
         "[kafka]\nbrokers = \"{}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\n\
          [batch]\nmax_records = 10\nlinger_ms = 50\n\n[sink]\nkind = \"stdout\"\n",

@@ -239,6 +239,10 @@ pub struct ChaosSettings {
     /// How long a confirmed batch is held before its commit (with [`Self::written_file`]).
     #[serde(default)]
     pub hold_after_write_ms: u64,
+    /// If set: every offset commit waits this long once it started, before its request goes
+    /// to the broker, so a test can revoke the partition while the commit is in flight.
+    #[serde(default)]
+    pub commit_delay_ms: u64,
     /// A deliberately broken runtime or sink ([`crate::mutants`]), for the crash suite's
     /// controls. Only with the `mutants` feature; a build without it refuses the key.
     #[cfg(feature = "mutants")]

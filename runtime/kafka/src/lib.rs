@@ -19,8 +19,10 @@
 
 pub mod chaos;
 pub mod config;
+mod fence;
 #[cfg(feature = "mutants")]
 pub mod mutants;
+mod pending;
 pub mod runtime;
 pub mod sinks;
 pub mod tracker;

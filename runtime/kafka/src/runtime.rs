@@ -9,15 +9,19 @@
 //!   redelivers at worst that one batch.
 //! * **Rebalance**: on revoke, the partition's worker is aborted (dropping a `consume` future
 //!   is safe by the sink contract) and its buffer dropped; nothing past what was confirmed is
-//!   committed. On assign, librdkafka resumes from the committed offset.
+//!   committed. A commit of the partition already running lands before the revoke returns,
+//!   and none starts after it (its commit fence), so no late commit moves the group's offset
+//!   back behind the next owner's. On assign, librdkafka resumes from the committed offset.
 //! * **Back-pressure**: each worker takes one batch in flight and one queued; a partition
 //!   whose buffer grows past four batches is paused at the broker until it drains.
 //! * **Dead letters**: refused records are produced to the dead-letter topic (`acks=all`) with
 //!   the reason and their origin as headers before the commit; without a dead-letter topic a
 //!   refusal stops the pipeline with nothing committed past it.
 //! * **Failures**: a batch that fails every attempt, a fatal sink error, a failed dead
-//!   letter, or a panic inside a partition's delivery ends [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it
-//!   resumes from the committed offsets.
+//!   letter, a panic inside a partition's delivery, or records that cannot form a batch (the
+//!   partition then hands nothing more on, so no later batch is committed past them) end
+//!   [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it resumes from
+//!   the committed offsets.
 //! * **Shutdown**: when the `shutdown` future completes, fetching stops, every buffered record
 //!   is delivered and committed, then `run` returns [`Exit::Drained`].
 
@@ -44,6 +48,8 @@ use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
 use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
+use crate::fence::CommitFence;
+use crate::pending::Pending;
 use crate::tracker::Progress;
 
 /// A topic and partition.
@@ -85,10 +91,11 @@ pub enum StartError {
     Kafka(#[from] rdkafka::error::KafkaError),
 }
 
-/// A partition's worker: its queue and task.
+/// A partition's worker: its queue, task and commit fence.
 struct Worker {
     queue: mpsc::Sender<Batch>,
     task: JoinHandle<()>,
+    fence: Arc<CommitFence>,
 }
 
 /// State shared by the loop, the workers and the rebalance callbacks.
@@ -115,18 +122,30 @@ impl ConsumerContext for Context {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(tpl) => {
+                let mut fences = Vec::new();
                 for e in tpl.elements() {
                     let tp = (e.topic().to_owned(), e.partition());
-                    if let Some(worker) = lock(&self.shared.workers).remove(&tp) {
+                    let worker = lock(&self.shared.workers).remove(&tp);
+                    if let Some(worker) = worker {
                         // Stops the delivery in flight: the sink contract makes it safe, and
-                        // the new owner resumes from the committed offset.
+                        // the new owner resumes from the committed offset. No commit of the
+                        // partition starts from now on.
                         worker.task.abort();
+                        worker.fence.refuse();
+                        fences.push((tp.clone(), worker.fence));
                     }
                     let read_not_committed = lock(&self.shared.progress)
                         .remove(&tp)
                         .map_or(0, |p| p.read_not_committed());
                     info!(topic = %tp.0, read_not_committed, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
                     lock(&self.shared.revoked).push(tp);
+                }
+                // A commit already running lands before the revoke returns: the next owner
+                // commits after it, never before.
+                let waited = Instant::now();
+                for (tp, fence) in fences {
+                    fence.close();
+                    debug!(topic = %tp.0, partition = tp.1, waited_ms = waited.elapsed().as_millis() as u64, "commit fence closed");
                 }
             }
             Rebalance::Assign(tpl) => {
@@ -144,29 +163,6 @@ impl ConsumerContext for Context {
 }
 
 type Kafka = StreamConsumer<Context>;
-
-/// A partition's records read and not yet handed to its worker.
-struct Pending {
-    records: Vec<Record>,
-    bytes: usize,
-    since: Instant,
-    paused: bool,
-}
-
-impl Pending {
-    fn new() -> Self {
-        Self {
-            records: Vec::new(),
-            bytes: 0,
-            since: Instant::now(),
-            paused: false,
-        }
-    }
-}
-
-fn record_bytes(r: &Record) -> usize {
-    r.value.len() + r.key.as_ref().map_or(0, |k| k.len())
-}
 
 /// A message as a record.
 fn to_record(m: &BorrowedMessage<'_>) -> Record {
@@ -203,6 +199,8 @@ struct WorkerKit {
     shared: Arc<Shared>,
     dlq: Option<(Arc<FutureProducer>, String)>,
     failures: mpsc::UnboundedSender<Exit>,
+    /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
+    commit_delay: Duration,
     /// The crash suite's control, if this build has them and the pipeline file names one.
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutants::Mutant>,
@@ -214,6 +212,7 @@ struct PartitionHooks {
     tp: Tp,
     first: u64,
     kit: WorkerKit,
+    fence: Arc<CommitFence>,
 }
 
 #[async_trait]
@@ -237,14 +236,22 @@ impl DriverHooks for PartitionHooks {
         loop {
             let consumer = self.kit.consumer.clone();
             let list = tpl.clone();
-            let error =
-                match tokio::task::spawn_blocking(move || consumer.commit(&list, CommitMode::Sync))
-                    .await
-                {
-                    Ok(Ok(())) => break,
-                    Ok(Err(e)) => e.to_string(),
-                    Err(e) => format!("the commit task failed: {e}"),
-                };
+            let (fence, delay) = (self.fence.clone(), self.kit.commit_delay);
+            let commit = move || {
+                fence.run(|| {
+                    std::thread::sleep(delay);
+                    consumer.commit(&list, CommitMode::Sync)
+                })
+            };
+            let error = match tokio::task::spawn_blocking(commit).await {
+                Ok(Some(Ok(()))) => break,
+                Ok(Some(Err(e))) => e.to_string(),
+                Ok(None) => {
+                    debug!(batch = %batch, offset, "not committed: the partition was revoked, its next owner resumes from the committed offset");
+                    return Ok(());
+                }
+                Err(e) => format!("the commit task failed: {e}"),
+            };
             failures += 1;
             if started.elapsed() >= self.kit.commit_timeout {
                 return Err(format!(
@@ -325,13 +332,14 @@ impl DriverHooks for PartitionHooks {
 /// sink's own bug) ends the pipeline like a batch that failed every attempt, with nothing of
 /// the partition committed past what the sink confirmed: a worker that vanished would stall
 /// its partition while the others go on.
-async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit) {
+async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: Arc<CommitFence>) {
     let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
     while let Some(batch) = queue.recv().await {
         let mut hooks = PartitionHooks {
             tp: tp.clone(),
             first: batch.id().first,
             kit: kit.clone(),
+            fence: fence.clone(),
         };
         let delivery = AssertUnwindSafe(driver.deliver(&batch, &mut hooks))
             .catch_unwind()
@@ -449,6 +457,7 @@ pub async fn run(
         shared: shared.clone(),
         dlq,
         failures,
+        commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
         #[cfg(feature = "mutants")]
         mutant: pipeline.chaos.mutant,
     };
@@ -488,11 +497,7 @@ pub async fn run(
                         p.read(offset);
                     }
                     let buffer = pending.entry(tp.clone()).or_insert_with(Pending::new);
-                    if buffer.records.is_empty() {
-                        buffer.since = Instant::now();
-                    }
-                    buffer.bytes += record_bytes(&record);
-                    buffer.records.push(record);
+                    buffer.push(record);
                     if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
                         flush(&tp, &mut pending, &kit, &batch, false);
                     }
@@ -620,54 +625,34 @@ fn flush(
         let mut workers = lock(&kit.shared.workers);
         let worker = workers.entry(tp.clone()).or_insert_with(|| {
             let (queue, rx) = mpsc::channel(1);
-            let task = tokio::spawn(work(tp.clone(), rx, kit.clone()));
-            Worker { queue, task }
+            let fence = Arc::new(CommitFence::default());
+            let task = tokio::spawn(work(tp.clone(), rx, kit.clone(), fence.clone()));
+            Worker { queue, task, fence }
         });
         worker.queue.clone()
     };
-    while !buffer.records.is_empty() && queue.capacity() > 0 {
-        let mut count = 0;
-        let mut bytes = 0;
-        for r in &buffer.records {
-            if count > 0
-                && (count >= limits.max_records || bytes + record_bytes(r) > limits.max_bytes)
-            {
+    while queue.capacity() > 0 {
+        let batch = match buffer.cut(limits, whole) {
+            Ok(Some(batch)) => batch,
+            Ok(None) => break,
+            Err(why) => {
+                // A bug, not something a redelivery mends (no seek asks for one): the run ends
+                // and the restart resumes from the committed offset.
+                error!(topic = %tp.0, partition = tp.1, error = %why, "delivery stopped");
+                let _ = kit.failures.send(Exit::Fatal(why));
                 break;
             }
-            count += 1;
-            bytes += record_bytes(r);
+        };
+        let rest = buffer.records.first().map(|r| r.id.offset);
+        if let Some(p) = lock(&kit.shared.progress).get_mut(tp) {
+            p.handed(batch.id().first, batch.id().last, rest);
         }
-        if count < buffer.records.len()
-            || whole
-            || buffer.since.elapsed() >= limits.linger()
-            || count >= limits.max_records
-            || bytes >= limits.max_bytes
-        {
-            let records: Vec<Record> = buffer.records.drain(..count).collect();
-            buffer.bytes -= bytes;
-            buffer.since = Instant::now();
-            let batch = match Batch::new(records) {
-                Ok(b) => b,
-                Err(e) => {
-                    error!(topic = %tp.0, partition = tp.1, error = %e, "records of one partition out of order: dropping the buffer, the broker redelivers from the committed offset");
-                    buffer.records.clear();
-                    buffer.bytes = 0;
-                    break;
-                }
-            };
-            let rest = buffer.records.first().map(|r| r.id.offset);
-            if let Some(p) = lock(&kit.shared.progress).get_mut(tp) {
-                p.handed(batch.id().first, batch.id().last, rest);
-            }
-            #[cfg(feature = "mutants")]
-            if let Some(mutant) = kit.mutant {
-                mutant_commit(kit, mutant.on_handed(tp, batch.id().last));
-            }
-            if queue.try_send(batch).is_err() {
-                warn!(topic = %tp.0, partition = tp.1, "worker queue closed");
-                break;
-            }
-        } else {
+        #[cfg(feature = "mutants")]
+        if let Some(mutant) = kit.mutant {
+            mutant_commit(kit, mutant.on_handed(tp, batch.id().last));
+        }
+        if queue.try_send(batch).is_err() {
+            warn!(topic = %tp.0, partition = tp.1, "worker queue closed");
             break;
         }
     }
