@@ -5,10 +5,12 @@
 #      report first
 #      -> docs/duplicate-behaviour.{json,md,html} and the verdict block of each sink's README,
 #      then its controls (sinks broken on purpose, each to be caught) -> the controls table;
-#   2. the crash suite: pico-kafka killed, panicked and cut off against a real Kafka-protocol
-#      broker, three sinks at once, then its controls (pico-kafka broken on purpose, each to be
-#      caught) -> docs/crash-suite.{json,md};
-#   3. the benchmarks, each sink beside its raw bulk path -> docs/benchmarks.{json,md,svg}.
+#   2. the crash suite (at full size at the same time as the conformance suite): pico-kafka
+#      killed, panicked and cut off against a real Kafka-protocol broker, three sinks at once,
+#      then its controls (pico-kafka broken on purpose, each to be caught)
+#      -> docs/crash-suite.{json,md};
+#   3. then, alone, the benchmarks, each sink beside its raw bulk path
+#      -> docs/benchmarks.{json,md,svg}.
 # `--reduced` runs all three at the smaller size CI uses; `--no-write` writes nothing to docs/
 # (the benchmark report then goes to a temporary directory). Any other argument selects part of
 # the conformance suite (`--sink stdout --scenario lost-ack`) and skips the other two.
@@ -39,30 +41,58 @@ if [ ${#subset[@]} -eq 0 ]; then
 fi
 echo "== build took ${SECONDS} s" >&2
 built=$SECONDS
-failed=() times=()
 # Each suite's standard output is kept, so that the job's end can repeat the `FAILED` lines of
-# a failed suite: a CI log shows its tail, which later suites' reports would have pushed them
-# out of.
+# a failed suite (a CI log shows its tail, which later suites' reports push them out of), and
+# its elapsed time and exit status go to $status (a suite may run in the background).
 outputs=$(mktemp -d)
-# Runs one suite, keeping its elapsed time for the end of the job; a failure is named.
+status="$outputs/status"
+: > "$status"
+# Runs one suite: its output to the terminal and to $outputs/<name>.out, its time and status
+# to $status.
 suite() {
-  local name=$1 t0=$SECONDS
+  local name=$1 t0=$SECONDS rc=0
   shift
-  "$@" | tee "$outputs/$name.out" || failed+=("$name")
-  times+=("$name $((SECONDS - t0)) s")
+  "$@" | tee "$outputs/$name.out" || rc=$?
+  echo "$name $((SECONDS - t0)) $rc" >> "$status"
   echo "== $name took $((SECONDS - t0)) s" >&2
 }
-suite conformance "$CARGO_TARGET_DIR/debug/pico-conformance" run --jobs 3 "${size[@]}" "${write[@]}" "${subset[@]}"
-if [ ${#subset[@]} -eq 0 ]; then
+conformance() {
+  suite conformance "$CARGO_TARGET_DIR/debug/pico-conformance" run --jobs 3 "${size[@]}" "${write[@]}" "${subset[@]}"
+  [ ${#subset[@]} -eq 0 ] || return 0
   # The controls: sinks broken on purpose, each of which the suite must catch.
   suite controls "$CARGO_TARGET_DIR/debug/pico-conformance" controls "${size[@]}" "${write[@]}"
-  # Three sinks at once: each case mostly waits on session timeouts and holds (five at once
-  # left a group case without its rebalance on tansu under the load).
+}
+# Three sinks at once: each case mostly waits on session timeouts and holds (five at once left a
+# group case without its rebalance on tansu under the load). Its lines carry `[crash]` when it
+# runs beside the conformance suite.
+crash() {
   suite crash bash scripts/crash-suite.sh --jobs 3 --controls "${size[@]}" "${write[@]}"
+}
+if [ ${#subset[@]} -gt 0 ]; then
+  conformance
+elif [ ${#size[@]} -eq 0 ]; then
+  # At full size the conformance and crash suites run at once, which keeps the job within an
+  # hour on 2 cores: both mostly wait on their servers, session timeouts and holds. At the
+  # reduced size (CI) the job is short enough to run them one after the other, which leaves
+  # the crash suite's timing the machine to itself.
+  conformance &
+  crash 2>&1 | sed -u 's/^/[crash] /'
+  wait
+else
+  conformance
+  crash
+fi
+if [ ${#subset[@]} -eq 0 ]; then
+  # The benchmarks run alone, so that nothing else loads the machine while they time.
   out=docs
   [ ${#write[@]} -eq 0 ] || out=$(mktemp -d)
   suite benchmarks bash scripts/bench.sh all "${size[@]}" --out "$out"
 fi
+times=() failed=()
+while read -r name seconds rc; do
+  times+=("$name $seconds s")
+  [ "$rc" -eq 0 ] || failed+=("$name")
+done < "$status"
 echo "elapsed per suite: ${times[*]/%/,} total $((SECONDS - built)) s after a ${built} s build" >&2
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do
