@@ -173,11 +173,14 @@ impl DeadLetterSettings {
     }
 }
 
-/// The driver's retry policy (the spec's by default: 5 attempts, 200 ms → 5 s).
+/// The driver's retry policy (the spec's by default: rounds of 5 attempts, 200 ms → 5 s), and how
+/// long a destination outage is ridden out (by default: for as long as it lasts).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetrySettings {
-    /// Attempts per batch before the pipeline stops with an error (exit code 2).
+    /// Attempts per round. When every attempt of a round failed with a `Retryable` error, the
+    /// partition waits [`Self::max_backoff_ms`] (with jitter) and delivers the same batch again,
+    /// keeping its partitions; fetching pauses once four batches wait behind it.
     pub max_attempts: u32,
     /// First backoff, ms.
     pub initial_backoff_ms: u64,
@@ -188,6 +191,10 @@ pub struct RetrySettings {
     /// partition delivers nothing else meanwhile, so a broker outage repeats at most the one
     /// batch whose commit did not arrive.
     pub commit_timeout_ms: u64,
+    /// How long a batch is delivered again after its first round of attempts failed before the
+    /// pipeline stops with an error (exit code 2), its supervisor restarting it. Unset: as long
+    /// as the destination answers `Retryable` (an operator stops it with a signal).
+    pub max_retry_duration_ms: Option<u64>,
 }
 
 impl Default for RetrySettings {
@@ -197,6 +204,7 @@ impl Default for RetrySettings {
             initial_backoff_ms: 200,
             max_backoff_ms: 5_000,
             commit_timeout_ms: 120_000,
+            max_retry_duration_ms: None,
         }
     }
 }
@@ -213,6 +221,11 @@ impl RetrySettings {
     /// How long a refused offset commit is retried.
     pub fn commit_timeout(&self) -> Duration {
         Duration::from_millis(self.commit_timeout_ms)
+    }
+
+    /// How long a batch is delivered again after its first failed round; `None`: unlimited.
+    pub fn max_retry_duration(&self) -> Option<Duration> {
+        self.max_retry_duration_ms.map(Duration::from_millis)
     }
 }
 

@@ -14,10 +14,13 @@
 //!   back behind the next owner's. On assign, librdkafka resumes from the committed offset.
 //! * **Back-pressure**: each worker takes one batch in flight and one queued; a partition
 //!   whose buffer grows past four batches is paused at the broker until it drains.
+//! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
+//!   and is delivered again, its partitions kept and the process polling, for as long as the
+//!   destination is down (or `retry.max_retry_duration_ms`); no restart, no rebalance.
 //! * **Dead letters**: refused records are produced to the dead-letter topic (`acks=all`) with
 //!   the reason and their origin as headers before the commit; without a dead-letter topic a
 //!   refusal stops the pipeline with nothing committed past it.
-//! * **Failures**: a batch that fails every attempt, a fatal sink error, a failed dead
+//! * **Failures**: a batch that fails past `retry.max_retry_duration_ms`, a fatal sink error, a failed dead
 //!   letter, a panic inside a partition's delivery, or records that cannot form a batch (the
 //!   partition then hands nothing more on, so no later batch is committed past them) end
 //!   [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it resumes from
@@ -28,13 +31,16 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, Record, Sink};
+use pico_sink::{
+    Batch, DeadLetter, Delivered, Driver, DriverError, DriverHooks, Record, Sink, error_chain,
+};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -60,9 +66,9 @@ type Tp = (String, i32);
 pub enum Exit {
     /// Shut down on request: everything read was delivered and committed.
     Drained,
-    /// A batch failed every attempt, its commit hook failed, or a partition's worker panicked
-    /// (the text names the partition and the panic): restart to resume from the committed
-    /// offset. Exit code 2.
+    /// A batch kept failing past `retry.max_retry_duration_ms` (or while a drain was
+    /// requested), its commit hook failed, or a partition's worker panicked (the text names the
+    /// partition and the panic): restart to resume from the committed offset. Exit code 2.
     GaveUp(String),
     /// The sink reported misconfiguration: fix it, then restart. Exit code 3.
     Fatal(String),
@@ -105,6 +111,8 @@ struct Shared {
     workers: Mutex<HashMap<Tp, Worker>>,
     /// Partitions revoked since the loop last looked.
     revoked: Mutex<Vec<Tp>>,
+    /// A drain was requested: a batch whose round of attempts failed is not delivered again.
+    draining: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -195,6 +203,9 @@ struct WorkerKit {
     sink: Arc<dyn Sink>,
     policy: pico_sink::RetryPolicy,
     commit_timeout: Duration,
+    /// `retry.max_retry_duration_ms`: how long a batch is delivered again after its first
+    /// failed round (`None`: as long as the destination answers `Retryable`).
+    max_retry_duration: Option<Duration>,
     consumer: Arc<Kafka>,
     shared: Arc<Shared>,
     dlq: Option<(Arc<FutureProducer>, String)>,
@@ -341,9 +352,14 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: A
             kit: kit.clone(),
             fence: fence.clone(),
         };
-        let delivery = AssertUnwindSafe(driver.deliver(&batch, &mut hooks))
-            .catch_unwind()
-            .await;
+        let delivery = AssertUnwindSafe(deliver_through_outage(
+            &mut driver,
+            &batch,
+            &mut hooks,
+            &kit,
+        ))
+        .catch_unwind()
+        .await;
         let delivered = match delivery {
             Ok(delivered) => delivered,
             Err(panic) => {
@@ -380,6 +396,54 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: A
                 return;
             }
         }
+    }
+}
+
+/// Delivers one batch and rides out a destination outage: when every attempt of a round failed
+/// with `Retryable`, the partition waits the longest backoff (with jitter, or the destination's
+/// `Retry-After`) and delivers the same batch again. The process keeps its partitions and goes
+/// on polling, so the group does not rebalance; the batches behind this one wait in its buffer,
+/// which pauses fetching at four batches. It gives up (the driver's error) once
+/// `retry.max_retry_duration_ms` passed since the first failed round, or when a drain was
+/// requested.
+async fn deliver_through_outage(
+    driver: &mut Driver<Arc<dyn Sink>>,
+    batch: &Batch,
+    hooks: &mut PartitionHooks,
+    kit: &WorkerKit,
+) -> Result<Delivered, DriverError> {
+    let mut outage: Option<Instant> = None;
+    let (mut rounds, mut attempts) = (0u32, 0u32);
+    loop {
+        let delivered = driver.deliver(batch, hooks).await;
+        let last = match delivered {
+            Err(DriverError::GaveUp {
+                attempts: made,
+                last,
+            }) => {
+                attempts = attempts.saturating_add(made);
+                last
+            }
+            _ => {
+                if let (Ok(_), Some(since)) = (&delivered, outage) {
+                    info!(batch = %batch.id(), failed_rounds = rounds, outage_s = since.elapsed().as_secs(), "destination back: batch delivered");
+                }
+                return delivered;
+            }
+        };
+        let since = *outage.get_or_insert_with(Instant::now);
+        let over = kit
+            .max_retry_duration
+            .is_some_and(|max| since.elapsed() >= max);
+        if over || kit.shared.draining.load(Ordering::SeqCst) {
+            error!(batch = %batch.id(), attempts, outage_s = since.elapsed().as_secs(), max_retry_duration = ?kit.max_retry_duration, draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
+            return Err(DriverError::GaveUp { attempts, last });
+        }
+        rounds += 1;
+        let wait = kit.policy.delay(u32::MAX, &last);
+        warn!(batch = %batch.id(), failed_rounds = rounds, outage_s = since.elapsed().as_secs(), ?wait, error = %error_chain(&last), "destination unavailable: the partition keeps the batch and delivers it again after the wait");
+        tokio::time::sleep(wait).await;
+        driver.reset();
     }
 }
 
@@ -453,6 +517,7 @@ pub async fn run(
         sink,
         policy: pipeline.retry.policy(),
         commit_timeout: pipeline.retry.commit_timeout(),
+        max_retry_duration: pipeline.retry.max_retry_duration(),
         consumer: consumer.clone(),
         shared: shared.clone(),
         dlq,
@@ -530,6 +595,7 @@ pub async fn run(
         return Ok(exit);
     }
     info!("shutdown requested: draining");
+    shared.draining.store(true, Ordering::SeqCst);
     let tps: Vec<Tp> = pending.keys().cloned().collect();
     for tp in &tps {
         flush(tp, &mut pending, &kit, &batch, true);

@@ -5,8 +5,9 @@
 //! bound the case is judged by, measured rather than assumed.
 //!
 //! When it is measured: a process that ended (killed, aborted, exited with an error) while
-//! still down, before the supervisor starts its successor; every member of a stall restart
-//! once all are stopped; a broker outage and a group member's death, where the processes that
+//! still down, before the supervisor starts its successor, once two readings in a row agree (a
+//! request it sent whole may be stored after its death); every member of a stall restart once
+//! all are stopped, the same way; a broker outage and a group member's death, where the processes that
 //! live on go on writing until the group forms again, as the most found in samples taken until
 //! the group has had time to form again; and each revoke of a partition from a live member, as
 //! what that member had read and not committed, from its own log line at the revoke.
@@ -23,6 +24,8 @@ use super::destinations::HeldRow;
 const MEASURE_TIMEOUT: Duration = Duration::from_secs(15);
 /// Pause between the samples of a window.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// Pause between the readings of a measurement that waits for the destination to settle.
+const SETTLE_EVERY: Duration = Duration::from_millis(250);
 
 /// One interruption and what was in flight at it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -42,11 +45,36 @@ pub struct InFlight {
     pub at: Vec<Interruption>,
 }
 
-/// Measures once what `place` holds beyond its committed offsets, for `what`.
+/// Measures what `place` holds beyond its committed offsets once that has settled, for `what`:
+/// readings every [`SETTLE_EVERY`] until two in a row agree, the most of them kept. A request
+/// the ended process sent whole may still be stored after its death; one reading taken at once
+/// would leave it out of the bound, and its replay would count as a duplicate above the bound.
 pub(crate) async fn at_once(place: &Place<'_>, what: &str) -> Interruption {
     Interruption {
         what: what.to_owned(),
-        in_flight: once(place).await,
+        in_flight: settled(|| once(place), SETTLE_EVERY, MEASURE_TIMEOUT).await,
+    }
+}
+
+/// Takes readings `every` until two in a row agree or `within` has passed; the most read, or
+/// `None` when no reading succeeded.
+async fn settled<F, Fut>(mut read: F, every: Duration, within: Duration) -> Option<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<u64>>,
+{
+    let until = Instant::now() + within;
+    let (mut most, mut previous): (Option<u64>, Option<u64>) = (None, None);
+    loop {
+        let now = read().await;
+        if let Some(n) = now {
+            most = Some(most.map_or(n, |m| m.max(n)));
+        }
+        if (now.is_some() && now == previous) || Instant::now() >= until {
+            return most;
+        }
+        previous = now;
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -247,5 +275,34 @@ mod tests {
         );
         assert!(note.contains("1 not measured"), "{note}");
         assert_eq!(InFlight::default().bound(800), 0);
+    }
+
+    #[tokio::test]
+    async fn a_settled_measurement_waits_for_two_agreeing_readings_and_keeps_the_most() {
+        let script = |values: Vec<Option<u64>>| {
+            let values = std::sync::Mutex::new(values.into_iter());
+            move || {
+                let next = values
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .next()
+                    .flatten();
+                async move { next }
+            }
+        };
+        let every = Duration::from_millis(1);
+        let within = Duration::from_secs(10);
+        // A write stored after the death shows in the second reading: the first would miss it.
+        let late = settled(
+            script(vec![Some(3), Some(5), Some(5), Some(9)]),
+            every,
+            within,
+        );
+        assert_eq!(late.await, Some(5));
+        // A failed reading never counts as agreeing.
+        let failed = settled(script(vec![None, None, Some(2), Some(2)]), every, within);
+        assert_eq!(failed.await, Some(2));
+        let never = settled(script(vec![]), every, Duration::from_millis(20));
+        assert_eq!(never.await, None);
     }
 }

@@ -1,0 +1,180 @@
+//! pico-kafka used as a library against a real Kafka-protocol broker (tansu started natively,
+//! Kafka through docker, or `PICO_KAFKA_BROKERS`): a destination that answers `Retryable` for
+//! longer than a round of attempts is an operating state. `run` keeps going through it and, once
+//! the destination is back, every partition is committed to its end (read back from the broker);
+//! with `retry.max_retry_duration_ms` set it gives up. Where no broker can be provided, the test
+//! prints a loud SKIPPED line.
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pico_kafka::runtime::Exit;
+use pico_sink::identity::Scope;
+use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
+use pico_sink_stdout::StdoutSink;
+use pico_suite::crash::{PARTITIONS, committed};
+use pico_suite::provide::first_available;
+use pico_suite::servers::kafka::Broker;
+
+/// Records produced to each partition.
+const PER_PARTITION: u64 = 40;
+/// Attempts per round, and the longest backoff: a round takes well under a second.
+const RETRY: &str = "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 50\nmax_backoff_ms = 300\n";
+
+/// A stdout sink into memory whose destination is down for `outage` from its first `consume`:
+/// every `consume` meanwhile fails with `Retryable`, and is counted.
+struct DownAtFirst {
+    inner: StdoutSink<Vec<u8>>,
+    outage: Duration,
+    down_since: Mutex<Option<Instant>>,
+    refused: AtomicU64,
+}
+
+impl DownAtFirst {
+    fn new(outage: Duration) -> Self {
+        Self {
+            inner: StdoutSink::to_writer(Vec::new(), Scope::default()),
+            outage,
+            down_since: Mutex::new(None),
+            refused: AtomicU64::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for DownAtFirst {
+    async fn open(&self) -> Result<(), SinkError> {
+        self.inner.open().await
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let since = *self
+            .down_since
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Instant::now);
+        if since.elapsed() < self.outage {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(SinkError::retryable("test: the destination is down"));
+        }
+        self.inner.consume(batch).await
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        self.inner.close().await
+    }
+
+    fn describe(&self) -> Description {
+        self.inner.describe()
+    }
+}
+
+/// A fresh topic with records, and the pipeline text that consumes it with `extra` appended.
+async fn prepared(
+    broker: &Broker,
+    name: &str,
+    extra: &str,
+) -> (String, String, pico_kafka::Pipeline) {
+    let id = fastrand::u64(..);
+    let (topic, group) = (format!("{name}-{id}"), format!("{name}-group-{id}"));
+    broker.create_topic(&topic, PARTITIONS).await.unwrap();
+    common::produce(&broker.brokers, &topic, PER_PARTITION).await;
+    let pipeline = pico_kafka::Pipeline::from_toml(&format!(
+        "[kafka]\nbrokers = \"{}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\n\
+         [batch]\nmax_records = 10\nlinger_ms = 50\n\n[sink]\nkind = \"stdout\"\n\n{RETRY}{extra}",
+        broker.brokers
+    ))
+    .unwrap();
+    (topic, group, pipeline)
+}
+
+#[tokio::test]
+async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_committed() {
+    let broker = match first_available(Broker::provide).await {
+        Ok(b) => b,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
+            return;
+        }
+    };
+    let (topic, group, pipeline) = prepared(&broker, "outage", "").await;
+    let sink = Arc::new(DownAtFirst::new(Duration::from_secs(6)));
+    // Drains once every partition is committed to its end (or after 90 s).
+    let shutdown = {
+        let (brokers, group, topic) = (broker.brokers.clone(), group.clone(), topic.clone());
+        async move {
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(90) {
+                let offsets = committed(&brokers, &group, &topic).await.unwrap();
+                if offsets.values().all(|o| *o == PER_PARTITION) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    };
+    let exit = tokio::time::timeout(
+        Duration::from_secs(120),
+        pico_kafka::run(&pipeline, sink.clone(), shutdown),
+    )
+    .await
+    .expect("run did not end within 120 s")
+    .unwrap();
+    let refused = sink.refused.load(Ordering::SeqCst);
+    let offsets = committed(&broker.brokers, &group, &topic).await.unwrap();
+    eprintln!("exit {exit:?}; {refused} consumes refused during the outage; committed {offsets:?}");
+    assert!(
+        matches!(exit, Exit::Drained),
+        "an outage must not end the run: {exit:?}"
+    );
+    assert!(
+        refused > 3 * u64::try_from(PARTITIONS).unwrap(),
+        "the outage lasted no longer than a round of attempts per partition: {refused} refused"
+    );
+    for (p, offset) in &offsets {
+        assert_eq!(*offset, PER_PARTITION, "partition {p}: {offsets:?}");
+    }
+    broker.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_outage_past_max_retry_duration_ends_the_run_with_gave_up() {
+    let broker = match first_available(Broker::provide).await {
+        Ok(b) => b,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
+            return;
+        }
+    };
+    let (topic, group, pipeline) =
+        prepared(&broker, "outage-limit", "max_retry_duration_ms = 2000\n").await;
+    let sink = Arc::new(DownAtFirst::new(Duration::from_secs(600)));
+    let started = Instant::now();
+    let exit = tokio::time::timeout(
+        Duration::from_secs(60),
+        pico_kafka::run(&pipeline, sink.clone(), std::future::pending()),
+    )
+    .await
+    .expect("run did not give up within 60 s of an outage with max_retry_duration_ms = 2000")
+    .unwrap();
+    let offsets = committed(&broker.brokers, &group, &topic).await.unwrap();
+    eprintln!(
+        "exit {exit:?} after {:?}; committed {offsets:?}",
+        started.elapsed()
+    );
+    let Exit::GaveUp(why) = &exit else {
+        panic!("an outage past max_retry_duration_ms ends the run with GaveUp, got {exit:?}");
+    };
+    assert!(why.contains("the destination is down"), "{why}");
+    assert!(
+        offsets.values().all(|o| *o == 0),
+        "nothing was delivered, nothing may be committed: {offsets:?}"
+    );
+    broker.stop().await.unwrap();
+}
