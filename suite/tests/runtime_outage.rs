@@ -19,7 +19,6 @@ use pico_sink::identity::Scope;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 use pico_suite::crash::{PARTITIONS, committed};
-use pico_suite::provide::first_available;
 use pico_suite::servers::kafka::Broker;
 
 /// Records produced to each partition.
@@ -75,35 +74,27 @@ impl Sink for DownAtFirst {
     }
 }
 
-/// A fresh topic with records, and the pipeline text that consumes it with `extra` appended.
+/// A fresh topic with records ([`common::fresh_topic`]), its group, and the pipeline that
+/// consumes it with `extra` appended; `None` where no broker can be provided.
 async fn prepared(
-    broker: &Broker,
     name: &str,
     extra: &str,
-) -> (String, String, pico_kafka::Pipeline) {
-    let id = fastrand::u64(..);
-    let (topic, group) = (format!("{name}-{id}"), format!("{name}-group-{id}"));
-    broker.create_topic(&topic, PARTITIONS).await.unwrap();
-    common::produce(&broker.brokers, &topic, PER_PARTITION).await;
+) -> Option<(Broker, String, String, pico_kafka::Pipeline)> {
+    let (broker, topic, group) = common::fresh_topic(name, PER_PARTITION).await?;
     let pipeline = pico_kafka::Pipeline::from_toml(&format!(
         "[kafka]\nbrokers = \"{}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\n\
          [batch]\nmax_records = 10\nlinger_ms = 50\n\n[sink]\nkind = \"stdout\"\n\n{RETRY}{extra}",
         broker.brokers
     ))
     .unwrap();
-    (topic, group, pipeline)
+    Some((broker, topic, group, pipeline))
 }
 
 #[tokio::test]
 async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_committed() {
-    let broker = match first_available(Broker::provide).await {
-        Ok(b) => b,
-        Err(reasons) => {
-            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
-            return;
-        }
+    let Some((broker, topic, group, pipeline)) = prepared("outage", "").await else {
+        return;
     };
-    let (topic, group, pipeline) = prepared(&broker, "outage", "").await;
     let sink = Arc::new(DownAtFirst::new(Duration::from_secs(6)));
     // Drains once every partition is committed to its end (or after 90 s).
     let shutdown = {
@@ -145,15 +136,11 @@ async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_
 
 #[tokio::test]
 async fn an_outage_past_max_retry_duration_ends_the_run_with_gave_up() {
-    let broker = match first_available(Broker::provide).await {
-        Ok(b) => b,
-        Err(reasons) => {
-            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
-            return;
-        }
+    let Some((broker, topic, group, pipeline)) =
+        prepared("outage-limit", "max_retry_duration_ms = 2000\n").await
+    else {
+        return;
     };
-    let (topic, group, pipeline) =
-        prepared(&broker, "outage-limit", "max_retry_duration_ms = 2000\n").await;
     let sink = Arc::new(DownAtFirst::new(Duration::from_secs(600)));
     let started = Instant::now();
     let exit = tokio::time::timeout(

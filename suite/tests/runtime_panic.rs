@@ -17,9 +17,7 @@ use pico_kafka::runtime::Exit;
 use pico_sink::identity::Scope;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
-use pico_suite::crash::{PARTITIONS, committed};
-use pico_suite::provide::first_available;
-use pico_suite::servers::kafka::Broker;
+use pico_suite::crash::committed;
 
 /// Records produced to each partition.
 const PER_PARTITION: u64 = 60;
@@ -56,17 +54,9 @@ impl Sink for PanicsOnOneBatch {
 
 #[tokio::test]
 async fn a_worker_that_panics_ends_run_with_gave_up_and_commits_nothing_past_its_batch() {
-    let broker = match first_available(Broker::provide).await {
-        Ok(b) => b,
-        Err(reasons) => {
-            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
-            return;
-        }
+    let Some((broker, topic, group)) = common::fresh_topic("panic", PER_PARTITION).await else {
+        return;
     };
-    let id = fastrand::u64(..);
-    let (topic, group) = (format!("panic-{id}"), format!("panic-group-{id}"));
-    broker.create_topic(&topic, PARTITIONS).await.unwrap();
-    common::produce(&broker.brokers, &topic, PER_PARTITION).await;
     let pipeline = pico_kafka::Pipeline::from_toml(&format!(
         "[kafka]\nbrokers = \"{}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\n\
          [batch]\nmax_records = 10\nlinger_ms = 50\n\n[sink]\nkind = \"stdout\"\n",

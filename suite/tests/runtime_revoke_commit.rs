@@ -22,8 +22,6 @@ use pico_sink::identity::Scope;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 use pico_suite::crash::{PARTITIONS, committed};
-use pico_suite::provide::first_available;
-use pico_suite::servers::kafka::Broker;
 use tokio::sync::oneshot;
 
 /// Records produced to each partition: two batches of [`BATCH`].
@@ -137,17 +135,9 @@ async fn a_commit_in_flight_at_revoke_never_moves_the_group_offset_back() {
         )
         .with_test_writer()
         .try_init();
-    let broker = match first_available(Broker::provide).await {
-        Ok(b) => b,
-        Err(reasons) => {
-            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
-            return;
-        }
+    let Some((broker, topic, group)) = common::fresh_topic("revoke", PER_PARTITION).await else {
+        return;
     };
-    let id = fastrand::u64(..);
-    let (topic, group) = (format!("revoke-{id}"), format!("revoke-group-{id}"));
-    broker.create_topic(&topic, PARTITIONS).await.unwrap();
-    common::produce(&broker.brokers, &topic, PER_PARTITION).await;
     let delay = format!("commit_delay_ms = {}", COMMIT_DELAY.as_millis());
     let a = start(&broker.brokers, &group, &topic, &delay);
     // A's first batch of every partition is confirmed: each partition's commit is now waiting

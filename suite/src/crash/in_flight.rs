@@ -5,9 +5,9 @@
 //! bound the case is judged by, measured rather than assumed.
 //!
 //! When it is measured: a process that ended (killed, aborted, exited with an error) while
-//! still down, before the supervisor starts its successor, once two readings in a row agree (a
-//! request it sent whole may be stored after its death); every member of a stall restart once
-//! all are stopped, the same way; a broker outage and a group member's death, where the processes that
+//! still down, before the supervisor starts its successor (for a sink that cannot deduplicate,
+//! once two readings in a row agree: a request it sent whole may be stored after its death);
+//! every member of a stall restart once all are stopped, the same way; a broker outage and a group member's death, where the processes that
 //! live on go on writing until the group forms again, as the most found in samples taken until
 //! the group has had time to form again; and each revoke of a partition from a live member, as
 //! what that member had read and not committed, from its own log line at the revoke.
@@ -45,14 +45,21 @@ pub struct InFlight {
     pub at: Vec<Interruption>,
 }
 
-/// Measures what `place` holds beyond its committed offsets once that has settled, for `what`:
-/// readings every [`SETTLE_EVERY`] until two in a row agree, the most of them kept. A request
-/// the ended process sent whole may still be stored after its death; one reading taken at once
-/// would leave it out of the bound, and its replay would count as a duplicate above the bound.
-pub(crate) async fn at_once(place: &Place<'_>, what: &str) -> Interruption {
+/// Measures what `place` holds beyond its committed offsets, for `what`. With `settle` (a sink
+/// whose bound is what was in flight), readings every [`SETTLE_EVERY`] until two in a row agree,
+/// the most of them kept: a request the ended process sent whole may still be stored after its
+/// death, and a single reading would leave it out of the bound, its replay then counting as a
+/// duplicate above it. Without (a keyed sink, bound 0, the count only shown), one reading: a
+/// large destination's read-back takes seconds, and the kill case's pace counts them.
+pub(crate) async fn at_once(place: &Place<'_>, what: &str, settle: bool) -> Interruption {
+    let in_flight = if settle {
+        settled(|| once(place), SETTLE_EVERY, MEASURE_TIMEOUT).await
+    } else {
+        once(place).await
+    };
     Interruption {
         what: what.to_owned(),
-        in_flight: settled(|| once(place), SETTLE_EVERY, MEASURE_TIMEOUT).await,
+        in_flight,
     }
 }
 

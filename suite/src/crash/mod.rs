@@ -655,7 +655,10 @@ async fn run_case_inner(
                 regroups += 1;
                 let stats = supervisor.stop(Duration::from_secs(30)).await;
                 stats_before = merge(stats_before, stats);
-                push(&flight, in_flight::at_once(&place, "stall restart").await);
+                push(
+                    &flight,
+                    in_flight::at_once(&place, "stall restart", !sink.keyed()).await,
+                );
                 tokio::time::sleep(case.session() + Duration::from_secs(2)).await;
                 supervisor = Supervisor::start(
                     bench.runtime,
@@ -690,7 +693,7 @@ async fn run_case_inner(
         let _ = finished.send(());
         drained
     };
-    let measure = measure_ends(&place, ended_rx, finished_rx, &flight);
+    let measure = measure_ends(&place, ended_rx, finished_rx, &flight, !sink.keyed());
     let (drained, ()) = tokio::join!(run, measure);
     let Drained {
         kill_tally,
@@ -820,18 +823,20 @@ fn push(flight: &std::sync::Mutex<InFlight>, at: in_flight::Interruption) {
     flight.lock().unwrap_or_else(|p| p.into_inner()).at.push(at);
 }
 
-/// Measures what each process that ended left in flight, while it is down, until `finished`.
+/// Measures what each process that ended left in flight, while it is down, until `finished`
+/// (waiting for the destination to settle with `settle`, [`in_flight::at_once`]).
 async fn measure_ends(
     place: &Place<'_>,
     mut ended: tokio::sync::mpsc::UnboundedReceiver<Ended>,
     mut finished: tokio::sync::oneshot::Receiver<()>,
     flight: &std::sync::Mutex<InFlight>,
+    settle: bool,
 ) {
     loop {
         tokio::select! {
             end = ended.recv() => {
                 let Some(end) = end else { return };
-                let at = in_flight::at_once(place, &end.how).await;
+                let at = in_flight::at_once(place, &end.how, settle).await;
                 tracing::debug!(slot = end.slot, how = %end.how, in_flight = ?at.in_flight, "a process ended");
                 push(flight, at);
                 let _ = end.measured.send(());

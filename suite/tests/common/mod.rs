@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use pico_suite::crash::PARTITIONS;
+use pico_suite::provide::first_available;
+use pico_suite::servers::kafka::Broker;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
@@ -31,4 +33,23 @@ pub async fn produce(brokers: &str, topic: &str, per_partition: u64) {
                 .unwrap();
         }
     }
+}
+
+/// A Kafka-protocol broker (tansu started natively, Kafka through docker, or
+/// `PICO_KAFKA_BROKERS`) with a fresh topic `<name>-<id>` of [`PARTITIONS`] partitions holding
+/// `per_partition` records each ([`produce`]), and a fresh group name `<name>-group-<id>`; `None`,
+/// after a loud SKIPPED line, where no broker can be provided.
+pub async fn fresh_topic(name: &str, per_partition: u64) -> Option<(Broker, String, String)> {
+    let broker = match first_available(Broker::provide).await {
+        Ok(b) => b,
+        Err(reasons) => {
+            eprintln!("SKIPPED — no Kafka-protocol broker could be provided: {reasons}");
+            return None;
+        }
+    };
+    let id = fastrand::u64(..);
+    let (topic, group) = (format!("{name}-{id}"), format!("{name}-group-{id}"));
+    broker.create_topic(&topic, PARTITIONS).await.unwrap();
+    produce(&broker.brokers, &topic, per_partition).await;
+    Some((broker, topic, group))
 }
