@@ -20,11 +20,11 @@
 //! * **Dead letters**: refused records are produced to the dead-letter topic (`acks=all`) with
 //!   the reason and their origin as headers before the commit; without a dead-letter topic a
 //!   refusal stops the pipeline with nothing committed past it.
-//! * **Failures**: a batch that fails past `retry.max_retry_duration_ms`, a fatal sink error, a failed dead
-//!   letter, a panic inside a partition's delivery, or records that cannot form a batch (the
-//!   partition then hands nothing more on, so no later batch is committed past them) end
-//!   [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it resumes from
-//!   the committed offsets.
+//! * **Failures**: a batch that fails past `retry.max_retry_duration_ms`, a fatal sink error,
+//!   a failed dead letter, a panic inside a partition's delivery, or records that cannot form a
+//!   batch (the partition then hands nothing more on, so no later batch is committed past
+//!   them) end [`run`] with an [`Exit`] naming it; a supervisor restarts the process and it
+//!   resumes from the committed offsets.
 //! * **Shutdown**: when the `shutdown` future completes, fetching stops, every buffered record
 //!   is delivered and committed, then `run` returns [`Exit::Drained`].
 
