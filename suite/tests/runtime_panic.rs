@@ -1,9 +1,9 @@
-//! pico-kafka used as a library (not its binary, whose panic hook aborts the process), against a
-//! real Kafka-protocol broker (tansu started natively, Kafka through docker, or
-//! `PICO_KAFKA_BROKERS`): a sink that panics inside one partition's delivery ends `run` with
-//! `Exit::GaveUp` naming the partition and the panic, and the group's committed offset of that
-//! partition, read back from the broker, stays at the batch that panicked. Where no broker can
-//! be provided, the test prints a loud SKIPPED line.
+//! pico-kafka used as a library (its binary then exits with `Exit::GaveUp`'s code 2, which the
+//! crash suite's panic case checks), against a real Kafka-protocol broker (tansu started
+//! natively, Kafka through docker, or `PICO_KAFKA_BROKERS`): a sink that panics inside one
+//! partition's delivery ends `run` with `Exit::GaveUp` naming the partition and the panic, and
+//! the group's committed offset of that partition, read back from the broker, stays at the
+//! batch that panicked. Where no broker can be provided, the test prints a loud SKIPPED line.
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 

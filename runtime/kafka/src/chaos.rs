@@ -1,6 +1,7 @@
 //! Sink wrappers for crash tests: [`PanicOnce`] panics inside one `consume` once it wrote part
-//! of the batch (the process aborts and resumes from the committed offset); [`HoldAfterWrite`] says when a batch is
-//! written and holds it before its commit, so a kill lands between the two.
+//! of the batch (its worker stops the run, the process exits and resumes from the committed
+//! offset); [`HoldAfterWrite`] says when a batch is written and holds it before its commit, so
+//! a kill lands between the two.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,8 +13,9 @@ use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 /// Inside the first `consume` after start, if `marker` does not exist: writes the first half
 /// of the batch (at least one record) through the inner sink, records what it wrote in
 /// `marker` ([`CutBatch`]), waits `hold` (the process still owns its partitions, nothing of the
-/// batch is committed) and panics, so the process aborts with part of a batch in the
-/// destination. Once the marker exists, nothing happens: a restarted process runs normally.
+/// batch is committed) and panics, so the run ends (`Exit::GaveUp`, exit code 2) with part of
+/// a batch in the destination. Once the marker exists, nothing happens: a restarted process
+/// runs normally.
 pub struct PanicOnce<S> {
     inner: S,
     marker: PathBuf,

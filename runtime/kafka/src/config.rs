@@ -236,8 +236,9 @@ pub struct ChaosSettings {
     /// If set and the file does not exist yet: inside the next `consume`, write the first half
     /// of the batch through the sink, record in this file what was written (partition, first
     /// offset, last offset written, last offset; then the batch id), wait
-    /// [`Self::panic_hold_ms`] and panic (the process aborts, as a plugin panic does, with part
-    /// of a batch in the destination and none of it committed). Once the file exists, nothing
+    /// [`Self::panic_hold_ms`] and panic (as a plugin's bug does: the partition's worker stops the
+    /// run, which exits with code 2, with part of a batch in the destination and none of it
+    /// committed). Once the file exists, nothing
     /// happens: a restarted process runs normally.
     pub panic_once_file: Option<String>,
     /// How long the process waits between writing part of the batch and its panic (with

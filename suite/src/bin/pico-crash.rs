@@ -50,6 +50,21 @@ struct Cli {
     /// not catch (no record lost) fails the run.
     #[arg(long)]
     controls: bool,
+    /// Run nothing: render `<out>/crash-suite.md` again from `<out>/crash-suite.json` (after a
+    /// change to the report's wording).
+    #[arg(long)]
+    render: bool,
+}
+
+/// Renders `out`'s crash-suite.md from its crash-suite.json; whether that report passed.
+fn render_again(out: &std::path::Path) -> Result<bool, String> {
+    let json = out.join("crash-suite.json");
+    let text = std::fs::read_to_string(&json)
+        .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
+    let report: CrashReport = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a crash report: {e}", json.display()))?;
+    std::fs::write(out.join("crash-suite.md"), render(&report)).map_err(|e| e.to_string())?;
+    Ok(report.failures().is_empty())
 }
 
 /// What one sink's run left: its destination and its cases, or why it could not run here.
@@ -304,12 +319,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let result = match tokio::runtime::Runtime::new() {
-        Ok(rt) => {
-            rt.spawn(pico_suite::servers::reaper::stop_on_signal());
-            rt.block_on(run(cli))
+    let result = if cli.render {
+        render_again(&cli.out)
+    } else {
+        match tokio::runtime::Runtime::new() {
+            Ok(rt) => {
+                rt.spawn(pico_suite::servers::reaper::stop_on_signal());
+                rt.block_on(run(cli))
+            }
+            Err(e) => Err(e.to_string()),
         }
-        Err(e) => Err(e.to_string()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

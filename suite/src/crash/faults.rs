@@ -1,8 +1,9 @@
 //! What each case's fault did, counted outside the runtime or from its own log: a case whose
 //! fault left no trace fails (the kill case has its own tally, [`super::kills::KillTally`]).
 //!
-//! - panic: the records of the cut batch that the destination held before the process aborted
-//!   (read while the process waits between its partial write and its panic), and the aborts;
+//! - panic: the records of the cut batch that the destination held before the process ended
+//!   (read while the process waits between its partial write and its panic), the panics the
+//!   workers reported and the exits they caused;
 //! - broker: the consumer errors the runtime logged while the broker was down, and the records
 //!   committed after it came back;
 //! - destination: the connections the fault proxy refused, and the records committed after the
@@ -87,6 +88,20 @@ pub(crate) fn log_lines(dir: &Path, processes: usize, needle: &str) -> u64 {
     logs(dir, processes)
         .iter()
         .map(|log| log.lines().filter(|l| l.contains(needle)).count() as u64)
+        .sum()
+}
+
+/// Panics a partition's worker caught, from every member's log: its `delivery stopped` line
+/// names the panic (the process's own `stopped with an error` line repeats it, and is not
+/// counted).
+pub(crate) fn worker_panics(dir: &Path, processes: usize) -> u64 {
+    logs(dir, processes)
+        .iter()
+        .map(|log| {
+            log.lines()
+                .filter(|l| l.contains("delivery stopped") && l.contains("panicked delivering"))
+                .count() as u64
+        })
         .sum()
 }
 
@@ -211,7 +226,7 @@ pub(crate) struct PanicWatch<'a> {
 /// the window in which the destination is read.
 pub(crate) const PANIC_HOLD: Duration = Duration::from_secs(3);
 
-/// Waits for the runtime's marker, then, before the process aborts, reads what the destination
+/// Waits for the runtime's marker, then, before the process ends, reads what the destination
 /// holds of the cut batch and the group's committed offset of its partition.
 pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervisor) -> FaultTally {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -230,7 +245,7 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
     };
     let mut tally = FaultTally::default();
     let (held, committed) = tokio::join!(watch.place.held(), watch.place.committed());
-    let aborted_meanwhile = supervisor.stats().exits.contains_key("abort");
+    let ended_meanwhile = supervisor.stats().exits.values().sum::<u32>() > 0;
     let present: BTreeSet<u64> = match held {
         Ok(held) => held
             .rows
@@ -253,9 +268,9 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
         .and_then(|c| c.get(&cut.partition).copied())
         .unwrap_or(0);
     tally.problem = tally.problem.or_else(|| {
-        if aborted_meanwhile {
+        if ended_meanwhile {
             Some(format!(
-                "the process aborted before the destination was read: raise PANIC_HOLD ({} s)",
+                "the process ended before the destination was read: raise PANIC_HOLD ({} s)",
                 PANIC_HOLD.as_secs()
             ))
         } else if (present.len() as u64) < written {
@@ -278,10 +293,10 @@ pub(crate) async fn cut_batch_seen(watch: &PanicWatch<'_>, supervisor: &Supervis
         }
     });
     tally.count(
-        "cut-batch rows before the abort",
+        "cut-batch rows before the panic",
         &format!(
             "of the {written} records of batch p{} {}..={} written before the panic in the \
-             destination, with p{} committed at {committed}, before the process aborted",
+             destination, with p{} committed at {committed}, before the process ended",
             cut.partition, cut.first, cut.last, cut.partition
         ),
         present.len() as u64,
@@ -300,6 +315,19 @@ mod tests {
             std::fs::write(dir.path().join(format!("runtime-{slot}.log")), log).unwrap();
         }
         dir
+    }
+
+    /// One panic is one count, though the process's exit line names it again.
+    #[test]
+    fn a_worker_panic_counts_once() {
+        let log = "2026-12-05T00:00:01Z ERROR pico_kafka::runtime: delivery stopped batch=t:3:0..=51 \
+                   error=the worker of t:3 panicked delivering t:3:0..=51: chaos\n\
+                   2026-12-05T00:00:01Z ERROR pico_kafka: stopped with an error other=GaveUp(\"the \
+                   worker of t:3 panicked delivering t:3:0..=51: chaos\")\n\
+                   2026-12-05T00:00:02Z ERROR pico_kafka::runtime: delivery stopped batch=t:1:0..=9 \
+                   error=offset 9 of t:1 not committed\n";
+        let dir = dir_with_logs(&[log]);
+        assert_eq!(worker_panics(dir.path(), 1), 1);
     }
 
     #[test]

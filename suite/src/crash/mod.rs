@@ -10,7 +10,7 @@
 //!
 //! Cases: `kill` (SIGKILL while the runtime holds a written, uncommitted batch, restarted each
 //! time; see [`kills`]), `panic` (a sink panics
-//! inside `consume`: the process aborts and restarts), `broker` (the broker down ≥ 10 s),
+//! inside `consume`: its worker ends the run, the process exits and restarts), `broker` (the broker down ≥ 10 s),
 //! `destination` (the destination unreachable ≥ 10 s), `group` (three processes in one group,
 //! one killed and restarted: rebalances), `flaky` (1 % of requests and 3 % of answers cut for
 //! the whole run).
@@ -65,7 +65,8 @@ pub const BATCH_RECORDS: u64 = 200;
 pub enum Case {
     /// The runtime process SIGKILLed between a write and its commit, restarted each time.
     Kill,
-    /// A sink panics once inside `consume`: the process aborts and is restarted.
+    /// A sink panics once inside `consume`: the partition's worker ends the run, the process
+    /// exits (code 2) and is restarted.
     Panic,
     /// The broker stopped for at least 10 s, then restarted.
     Broker,
@@ -745,7 +746,9 @@ async fn run_case_inner(
         at_return: &at_return,
         drained: &drained,
         cuts,
-        aborts: stats.exits.get("abort").copied().unwrap_or(0),
+        exits_2: stats.exits.get("exit 2").copied().unwrap_or(0),
+        restarts: stats.starts.saturating_sub(processes as u32),
+        exits: &stats.exits,
     };
     let fault = fault_tally(case, evidence);
     if case == Case::Group {
@@ -854,7 +857,12 @@ struct Evidence<'a> {
     at_return: &'a BTreeMap<u32, u64>,
     drained: &'a BTreeMap<u32, u64>,
     cuts: pico_conformance::fault::FaultStats,
-    aborts: u32,
+    /// Processes that ended with exit code 2 (`Exit::GaveUp`: a worker's panic among others).
+    exits_2: u32,
+    /// Processes started beyond the first of each slot.
+    restarts: u32,
+    /// How every process ended, the drain's included.
+    exits: &'a BTreeMap<String, u32>,
 }
 
 /// The fault tally of a case (none for the kill case, which has its [`KillTally`]).
@@ -863,11 +871,19 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
     let tally = FaultTally::default();
     Some(match case {
         Case::Kill => return None,
-        Case::Panic => e.cut_batch.unwrap_or_default().count(
-            "aborts",
-            "process aborts (SIGABRT)",
-            u64::from(e.aborts),
-        ),
+        Case::Panic => e
+            .cut_batch
+            .unwrap_or_default()
+            .count(
+                "worker panics",
+                "panics a partition's worker caught and reported",
+                faults::worker_panics(e.dir, e.processes),
+            )
+            .count(
+                "exits 2",
+                "runtime exits with code 2 (the run ended by the panic)",
+                u64::from(e.exits_2),
+            ),
         Case::Broker => tally
             .count(
                 "consumer errors",
@@ -879,17 +895,21 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
                 "records committed after the broker came back",
                 committed_between(e.at_return, e.drained),
             ),
-        Case::Destination => tally
-            .count(
-                "refused",
-                "connections the fault proxy refused while the destination was down",
-                e.cuts.refused,
-            )
-            .count(
-                "committed after",
-                "records committed after the destination came back",
-                committed_between(e.at_return, e.drained),
-            ),
+        Case::Destination => {
+            let mut tally = tally
+                .count(
+                    "refused",
+                    "connections the fault proxy refused while the destination was down",
+                    e.cuts.refused,
+                )
+                .count(
+                    "committed after",
+                    "records committed after the destination came back",
+                    committed_between(e.at_return, e.drained),
+                );
+            tally.problem = ridden_out(&e);
+            tally
+        }
         // Counted as rebalances rather than moves: tansu 0.6 leaves a dead member's partitions
         // unassigned until it is back, and may give them back to it (0 moves, seen at full size
         // with three sinks at once), while the live members still go through the rebalances.
@@ -911,6 +931,25 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
                 .count("retries", &what, count)
         }
     })
+}
+
+/// Why a destination outage was not ridden out, if it was not: the runtime is to retry through
+/// it, so no process may have restarted and no running member may have lost a partition.
+fn ridden_out(e: &Evidence<'_>) -> Option<String> {
+    let revokes = faults::live_revokes(e.dir, e.processes);
+    if e.restarts > 0 {
+        Some(format!(
+            "{} restarts during the destination outage (exits: {:?}): an outage is retried \
+             through, not exited",
+            e.restarts, e.exits
+        ))
+    } else if revokes > 0 {
+        Some(format!(
+            "{revokes} partitions revoked from a running member during the destination outage"
+        ))
+    } else {
+        None
+    }
 }
 
 /// The partitions each process slot holds now, from its log: assignments and revocations since
@@ -1069,6 +1108,51 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    fn evidence<'a>(
+        dir: &'a Path,
+        restarts: u32,
+        exits: &'a BTreeMap<String, u32>,
+        offsets: &'a BTreeMap<u32, u64>,
+    ) -> Evidence<'a> {
+        Evidence {
+            dir,
+            processes: 1,
+            cut_batch: None,
+            at_return: offsets,
+            drained: offsets,
+            cuts: pico_conformance::fault::FaultStats::default(),
+            exits_2: 0,
+            restarts,
+            exits,
+        }
+    }
+
+    /// The destination case's own check: a restart or a partition revoked from the running
+    /// member during the outage fails it; one start and no revoke (the drain's exit 0 aside)
+    /// passes it.
+    #[test]
+    fn a_destination_outage_with_a_restart_or_a_live_revoke_is_not_ridden_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = "2026-12-04T10:00:00Z INFO consuming group=g\n\
+                   2026-12-04T10:00:01Z INFO partition assigned topic=t partition=0\n";
+        let write = |text: &str| std::fs::write(dir.path().join("runtime-0.log"), text).unwrap();
+        write(log);
+        let offsets = BTreeMap::new();
+        let drained = BTreeMap::from([("exit 0".to_owned(), 1)]);
+        assert_eq!(
+            ridden_out(&evidence(dir.path(), 0, &drained, &offsets)),
+            None
+        );
+        let restarted = BTreeMap::from([("exit 0".to_owned(), 1), ("exit 2".to_owned(), 1)]);
+        let why = ridden_out(&evidence(dir.path(), 1, &restarted, &offsets)).unwrap();
+        assert!(why.contains("1 restarts"), "{why}");
+        write(&format!(
+            "{log}2026-12-04T10:00:05Z INFO partition revoked topic=t partition=0\n"
+        ));
+        let why = ridden_out(&evidence(dir.path(), 0, &drained, &offsets)).unwrap();
+        assert!(why.contains("1 partitions revoked"), "{why}");
+    }
 
     /// A non-keyed sink's case judged by what was in flight: one copy more than was in flight
     /// fails it, as many as were in flight passes it, and a keyed sink fails with any copy.

@@ -220,11 +220,14 @@ pub fn render(report: &CrashReport) -> String {
     let counted = if report.results.iter().any(|r| r.fault.is_some()) {
         " Every other case counts what its fault did and fails when a count is 0: the panic \
          case the records of the batch its sink cut short (half written, then a panic) that the \
-         destination held before the process aborted; the broker case the consumer errors the \
-         runtime logged and the records committed after the broker came back; the destination \
-         case the connections refused and the records committed after it came back; the group \
-         case the partitions revoked from running members (rebalances, not at a drain); the flaky case the cuts and the \
-         retries (batches the runtime retried, requests the sink's client retried)."
+         destination held before the process ended, the panics its workers reported and the \
+         exits with code 2 they caused; the broker case the consumer errors the runtime logged \
+         and the records committed after the broker came back; the destination case the \
+         connections refused and the records committed after it came back, and it fails when \
+         the runtime restarted or a running member lost a partition during the outage (an \
+         outage is retried through); the group case the partitions revoked from running \
+         members (rebalances, not at a drain); the flaky case the cuts and the retries (batches \
+         the runtime retried, requests the sink's client retried)."
     } else {
         ""
     };

@@ -99,13 +99,11 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    // A panic anywhere (a sink's own bug) takes the process down rather than leaving it half
-    // alive: the supervisor restarts it from the committed offsets.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        std::process::abort();
-    }));
+    // No panic hook that aborts: a library may catch a panic on purpose (delta-rs catches the
+    // one object_store raises when a failed multipart upload is aborted, and returns the
+    // upload's error), and a sink's panic inside a delivery is caught by its partition's
+    // worker, which ends the run with `Exit::GaveUp` (exit code 2) naming the partition and
+    // the panic; the supervisor restarts the process from the committed offsets.
     let cli = Cli::parse();
     let (path, check_only) = match cli.command {
         Command::Run { pipeline } => (pipeline, false),
