@@ -12,5 +12,6 @@ pub mod code_version;
 pub mod crash;
 pub mod images;
 pub mod provide;
+pub mod serve;
 pub mod servers;
 pub mod targets;

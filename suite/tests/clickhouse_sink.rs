@@ -7,6 +7,7 @@ use pico_sink::identity::RecordId;
 use pico_sink::{Batch, MappedColumn, Record, Sink};
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 use pico_suite::provide::first_available;
+use pico_suite::serve::Server;
 use pico_suite::servers::clickhouse::ClickHouseServer;
 
 #[tokio::test]

@@ -11,6 +11,7 @@ use pico_sink_postgres::{
 };
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig, UpsertStrategy};
 use pico_suite::provide::first_available;
+use pico_suite::serve::Server;
 use pico_suite::servers::postgres::{PgServer, connect};
 
 async fn server() -> Option<PgServer> {

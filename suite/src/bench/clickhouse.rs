@@ -8,6 +8,7 @@ use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
+use crate::serve::Server;
 use crate::servers::clickhouse::ClickHouseServer;
 
 /// The ClickHouse sink beside `ClickHouseSink::insert_unguarded`: the same RowBinary block with

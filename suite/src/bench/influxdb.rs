@@ -7,6 +7,7 @@ use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping};
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
+use crate::serve::Server;
 use crate::servers::influxdb::InfluxServer;
 
 /// The InfluxDB sink beside plain line protocol of the same points (no identity tags, no

@@ -15,6 +15,7 @@ use super::report::{BenchSize, PipelineBench};
 use super::{batch, record};
 use crate::crash::{PARTITIONS, committed};
 use crate::provide::first_available;
+use crate::serve::Server;
 use crate::servers::kafka::Broker;
 use crate::servers::postgres::PgServer;
 

@@ -8,6 +8,7 @@ use pico_sink_s3::{S3Sink, S3SinkConfig};
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
+use crate::serve::Server;
 use crate::servers::s3::S3Server;
 
 /// The S3 sink (one object per batch) beside a plain PUT of the same bytes.

@@ -293,7 +293,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match tokio::runtime::Runtime::new() {
         Ok(rt) => {
-            rt.spawn(pico_suite::servers::reaper::stop_on_signal());
+            rt.spawn(pico_suite::serve::reaper::stop_on_signal());
             rt.block_on(run(cli))
         }
         Err(e) => Err(format!("starting the runtime: {e}")),

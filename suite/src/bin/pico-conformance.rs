@@ -438,7 +438,7 @@ fn main() -> ExitCode {
             output,
         } => match tokio::runtime::Runtime::new() {
             Ok(rt) => {
-                rt.spawn(pico_suite::servers::reaper::stop_on_signal());
+                rt.spawn(pico_suite::serve::reaper::stop_on_signal());
                 rt.block_on(run(
                     sinks,
                     scenarios,

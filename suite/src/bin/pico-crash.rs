@@ -324,7 +324,7 @@ fn main() -> ExitCode {
     } else {
         match tokio::runtime::Runtime::new() {
             Ok(rt) => {
-                rt.spawn(pico_suite::servers::reaper::stop_on_signal());
+                rt.spawn(pico_suite::serve::reaper::stop_on_signal());
                 rt.block_on(run(cli))
             }
             Err(e) => Err(e.to_string()),

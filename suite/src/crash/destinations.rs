@@ -13,6 +13,7 @@ use pico_sink::Envelope;
 use pico_sink_clickhouse::unescape_field;
 
 use crate::provide::first_available;
+use crate::serve::Server;
 use crate::servers::clickhouse::ClickHouseServer;
 use crate::servers::postgres::{PgServer, connect};
 use crate::servers::s3::S3Server;

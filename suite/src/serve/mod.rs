@@ -6,11 +6,13 @@
 //! or native (a binary on this machine, [`native`]); [`hosted::Hosted`] holds whichever of them
 //! served a URL-addressed destination. Imports run one way: [`native`] and [`docker`] import
 //! [`server`] and nothing of each other, [`hosted`] picks between them, [`served`] holds any
-//! [`Server`]. See `docs/architecture.md`.
+//! [`Server`]. [`reaper`] stops every process started here when the suite ends or is
+//! interrupted. See `docs/architecture.md`.
 
 pub mod docker;
 pub mod hosted;
 pub mod native;
+pub mod reaper;
 pub mod served;
 pub mod server;
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::servers::reaper::Tracked;
+use crate::serve::reaper::Tracked;
 
 use crate::provide::{find_binary, free_port};
-use crate::servers::container::wait_http;
+use crate::serve::server::wait_http;
 
 /// What differs between single-binary servers.
 pub trait BinaryServer: Send + Sync {

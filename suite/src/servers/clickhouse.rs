@@ -12,11 +12,12 @@ use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
 use tokio::process::Command;
 
-use crate::servers::reaper::Tracked;
+use crate::serve::reaper::Tracked;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, find_binary, free_port};
-use crate::servers::container::wait_http;
+use crate::serve::Server;
+use crate::serve::server::wait_http;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 
@@ -126,11 +127,6 @@ impl ClickHouseServer {
         matches!(self.keep, Keep::External)
     }
 
-    /// HTTP interface URL.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// Runs a query over HTTP and returns the answer text.
     pub async fn query(&self, sql: &str) -> Result<Vec<u8>, String> {
         let url = reqwest::Url::parse(&self.url).map_err(|e| e.to_string())?;
@@ -161,9 +157,17 @@ impl ClickHouseServer {
             version,
         }
     }
+}
+
+#[async_trait::async_trait]
+impl Server for ClickHouseServer {
+    /// HTTP interface URL.
+    fn url(&self) -> &str {
+        &self.url
+    }
 
     /// Stops what the provider started.
-    pub async fn stop(self) -> Result<(), String> {
+    async fn stop(self) -> Result<(), String> {
         match self.keep {
             Keep::External => Ok(()),
             Keep::Docker(c) => c.rm().await.map_err(|e| e.to_string()),

@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::servers::reaper::Tracked;
+use crate::serve::reaper::Tracked;
 
 use crate::provide::{external_url, find_binary, free_port};
-use crate::servers::container::{ContainerSpec, Hosted, Kept, start, wait_http};
+use crate::serve::Server;
+use crate::serve::docker::{ContainerSpec, start};
+use crate::serve::hosted::{Hosted, Kept};
+use crate::serve::server::wait_http;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 
@@ -123,11 +126,6 @@ impl InfluxServer {
         .await
     }
 
-    /// Base URL.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// Name and version from `/ping`.
     pub async fn info(&self) -> ServerInfo {
         let version = match reqwest::Client::new()
@@ -202,9 +200,17 @@ impl InfluxServer {
             Err(format!("DBRP for {name}: {}", r.status()))
         }
     }
+}
+
+#[async_trait::async_trait]
+impl Server for InfluxServer {
+    /// Base URL.
+    fn url(&self) -> &str {
+        &self.url
+    }
 
     /// Stops what the provider started.
-    pub async fn stop(mut self) -> Result<(), String> {
+    async fn stop(mut self) -> Result<(), String> {
         if let Some(mut child) = self.child.take() {
             child.kill().await.map_err(|e| e.to_string())?;
         }

@@ -16,10 +16,10 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use testcontainers_modules::testcontainers::{ContainerAsync, GenericImage};
 use tokio::process::Command;
 
-use crate::servers::reaper::Tracked;
+use crate::serve::reaper::Tracked;
 
 use crate::provide::{external_url_var, find_binary, free_port};
-use crate::servers::container::{ContainerSpec, start};
+use crate::serve::docker::{ContainerSpec, start};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 

@@ -13,7 +13,8 @@ use tokio::process::Command;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, free_port};
-use crate::servers::reaper;
+use crate::serve::Server;
+use crate::serve::reaper;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 
@@ -49,11 +50,6 @@ impl PgServer {
         };
         wait_ready(&server.url).await?;
         Ok(server)
-    }
-
-    /// Connection URL.
-    pub fn url(&self) -> &str {
-        &self.url
     }
 
     /// `host:port` of the server, for a fault proxy.
@@ -103,9 +99,17 @@ impl PgServer {
             version,
         }
     }
+}
+
+#[async_trait::async_trait]
+impl Server for PgServer {
+    /// Connection URL.
+    fn url(&self) -> &str {
+        &self.url
+    }
 
     /// Stops what the provider started.
-    pub async fn stop(self) -> Result<(), String> {
+    async fn stop(self) -> Result<(), String> {
         match self.keep {
             Keep::External => Ok(()),
             Keep::Docker(c) => c.rm().await.map_err(|e| e.to_string()),

@@ -12,10 +12,11 @@ use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
 use tokio::process::Command;
 
-use crate::servers::reaper::Tracked;
+use crate::serve::reaper::Tracked;
 
 use crate::images::image;
 use crate::provide::{docker_engine, external_url, find_binary, free_port};
+use crate::serve::Server;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::ServerInfo;
 
@@ -266,9 +267,17 @@ impl S3Server {
     pub fn info(&self) -> ServerInfo {
         self.info.clone()
     }
+}
+
+#[async_trait::async_trait]
+impl Server for S3Server {
+    /// The endpoint URL.
+    fn url(&self) -> &str {
+        &self.endpoint
+    }
 
     /// Stops what the provider started.
-    pub async fn stop(self) -> Result<(), String> {
+    async fn stop(self) -> Result<(), String> {
         match self.keep {
             Keep::External => Ok(()),
             Keep::Docker(c) => c.rm().await.map_err(|e| e.to_string()),

@@ -3,17 +3,15 @@
 
 use std::sync::Arc;
 
+use crate::serve::{Served, ServedDestination, Store};
+use crate::servers::clickhouse::ClickHouseServer;
 use async_trait::async_trait;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::{
+    Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target, checksum,
+};
 use pico_sink::identity::RecordId;
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig, unescape_field};
-use tokio::sync::Mutex;
-
-use crate::servers::clickhouse::ClickHouseServer;
-use pico_conformance::provider::ProviderKind;
-use pico_conformance::proxy::FaultProxies;
-use pico_conformance::target::{
-    Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
-};
 
 const DATABASE: &str = "pico";
 
@@ -38,52 +36,48 @@ impl Target for ClickHouseTarget {
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = ClickHouseServer::provide(provider).await?;
         let info = server.info().await;
-        Ok(Box::new(ChDestination {
-            server: Mutex::new(Some(server)),
+        Ok(Box::new(ServedDestination {
+            served: Served::new(server),
             info,
-            proxies: FaultProxies::default(),
+            form: PayloadForm::Exact,
+            store: ChStore,
         }))
     }
 }
 
-struct ChDestination {
-    server: Mutex<Option<ClickHouseServer>>,
-    info: ServerInfo,
-    proxies: FaultProxies,
-}
+struct ChStore;
 
 fn table(isolation: &str) -> String {
     isolation.replace('-', "_")
 }
 
 #[async_trait]
-impl Destination for ChDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl Store for ChStore {
+    type Server = ClickHouseServer;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"INSERT")
     }
 
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"INSERT".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let guard = self.server.lock().await;
-        let server = guard.as_ref().ok_or("server stopped")?;
-        let proxy = self.proxies.in_front_of_url(server.url()).await?;
-        let config = ClickHouseSinkConfig::new(
-            format!("http://{}", proxy.addr()),
-            DATABASE,
-            table(isolation),
-        );
+    async fn sink(
+        &self,
+        served: &Served<ClickHouseServer>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = served.proxied("http").await?;
+        let config = ClickHouseSinkConfig::new(url, DATABASE, table(isolation));
         Ok(SinkUnderTest {
             sink: Arc::new(ClickHouseSink::new(config).map_err(|e| e.to_string())?),
             faults: Some(proxy),
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
-        let guard = self.server.lock().await;
-        let server = guard.as_ref().ok_or("server stopped")?;
+    async fn read_back(
+        &self,
+        served: &Served<ClickHouseServer>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
+        let server = served.server();
         let t = format!("{DATABASE}.{}", table(isolation));
         let visible = server
             .query(&format!(
@@ -122,13 +116,5 @@ impl Destination for ChDestination {
             physical_rows: Some(physical),
             notes: vec![format!("{physical} physical rows before merge")],
         })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.clear().await;
-        match self.server.lock().await.take() {
-            Some(s) => s.stop().await,
-            None => Ok(()),
-        }
     }
 }

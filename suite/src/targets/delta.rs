@@ -14,10 +14,10 @@ use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pico_sink::identity::RecordId;
 use pico_sink_delta::{DeltaSink, DeltaSinkConfig};
 use std::collections::HashMap;
-use tokio::sync::Mutex;
 
+use crate::serve::Served;
 use crate::servers::s3::S3Server;
-use pico_conformance::proxy::{FaultProxies, FaultProxy};
+use pico_conformance::proxy::FaultProxy;
 
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
@@ -80,22 +80,14 @@ impl Target for DeltaS3Target {
         let server = S3Server::provide(provider).await?;
         server.ensure_bucket(BUCKET).await?;
         Ok(Box::new(DeltaDestination {
-            store: Store::S3(Box::new(S3Store {
-                server: Mutex::new(Some(server)),
-                proxies: FaultProxies::default(),
-            })),
+            store: Store::S3(Box::new(Served::new(server))),
         }))
     }
 }
 
 enum Store {
     Local(Arc<tempfile::TempDir>),
-    S3(Box<S3Store>),
-}
-
-struct S3Store {
-    server: Mutex<Option<S3Server>>,
-    proxies: FaultProxies,
+    S3(Box<Served<S3Server>>),
 }
 
 struct DeltaDestination {
@@ -117,12 +109,10 @@ impl DeltaDestination {
                 None,
             )),
             Store::S3(s3) => {
-                let (server, proxies) = (&s3.server, &s3.proxies);
-                let guard = server.lock().await;
-                let server = guard.as_ref().ok_or("server stopped")?;
+                let server = s3.server();
                 let (endpoint, proxy) = if proxied {
-                    let proxy = proxies.in_front_of_url(&server.endpoint).await?;
-                    (format!("http://{}", proxy.addr()), Some(proxy))
+                    let (endpoint, proxy) = s3.proxied("http").await?;
+                    (endpoint, Some(proxy))
                 } else {
                     (server.endpoint.clone(), None)
                 };
@@ -172,17 +162,10 @@ impl Destination for DeltaDestination {
     fn server(&self) -> ServerInfo {
         let on = match &self.store {
             Store::Local(_) => "local filesystem".to_owned(),
-            Store::S3(s3) => s3
-                .server
-                .try_lock()
-                .ok()
-                .and_then(|g| {
-                    g.as_ref().map(|s| {
-                        let info = s.info();
-                        format!("on {} {}", info.name, info.version)
-                    })
-                })
-                .unwrap_or_else(|| "on S3".into()),
+            Store::S3(s3) => {
+                let info = s3.server().info();
+                format!("on {} {}", info.name, info.version)
+            }
         };
         ServerInfo {
             name: "delta-rs (deltalake)".into(),
@@ -214,13 +197,7 @@ impl Destination for DeltaDestination {
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
         match self.store {
             Store::Local(_) => Ok(()),
-            Store::S3(s3) => {
-                s3.proxies.clear().await;
-                match s3.server.lock().await.take() {
-                    Some(s) => s.stop().await,
-                    None => Ok(()),
-                }
-            }
+            Store::S3(s3) => s3.stop().await,
         }
     }
 }

@@ -12,8 +12,10 @@ use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_doris::{DorisSink, DorisSinkConfig};
 
-use crate::servers::container::{ContainerSpec, Hosted, Kept, provide, start, wait_http};
-use crate::targets::hosted::{HostedDestination, HostedStore};
+use crate::serve::docker::{ContainerSpec, start};
+use crate::serve::hosted::{Hosted, Kept, provide};
+use crate::serve::server::wait_http;
+use crate::serve::{Served, ServedDestination, Store};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -44,9 +46,8 @@ impl Target for DorisTarget {
             host_network: true,
             ..ContainerSpec::default()
         };
-        let (fe_url, fe_container) = provide("doris", provider, fe, "http", None).await?;
-        let mut containers: Vec<_> = fe_container.into_iter().collect();
-        let load_url = if containers.is_empty() {
+        let mut hosted = provide("doris", provider, fe, "http", None).await?;
+        let load_url = if hosted.is_external() {
             std::env::var("PICO_DORIS_LOAD_URL").ok()
         } else {
             let be = ContainerSpec {
@@ -60,10 +61,10 @@ impl Target for DorisTarget {
                 ..ContainerSpec::default()
             };
             let started = start(&be).await?;
-            containers.push(Kept::Container(Box::new(started.container)));
+            hosted.keep(Kept::Container(Box::new(started.container)));
             Some(format!("http://{}", started.address))
         };
-        let fe_url = fe_url.trim_end_matches('/').to_owned();
+        let fe_url = hosted.url.clone();
         // Ready when the FE counts an alive BE.
         wait_http(
             &format!("{fe_url}/api/health"),
@@ -84,8 +85,8 @@ impl Target for DorisTarget {
             .await
             .map(|v| v.to_string())
             .unwrap_or_else(|e| format!("unknown ({e})"));
-        Ok(Box::new(HostedDestination {
-            hosted: Hosted::new(fe_url, containers),
+        Ok(Box::new(ServedDestination {
+            served: Served::new(hosted),
             info: ServerInfo {
                 name: "Apache Doris".into(),
                 version,
@@ -118,17 +119,26 @@ struct Doris {
 }
 
 #[async_trait]
-impl HostedStore for Doris {
-    fn lost_ack_trigger(&self) -> &'static [u8] {
-        b"_stream_load"
+impl Store for Doris {
+    type Server = Hosted;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"_stream_load")
     }
 
-    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
+    async fn sink(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
         // The proxy stands where the loads go: the BE when known, else the FE.
-        let upstream = self.load_url.clone().unwrap_or_else(|| hosted.url.clone());
-        let (proxied, proxy) = hosted.proxied(&upstream, "http").await?;
+        let upstream = self
+            .load_url
+            .clone()
+            .unwrap_or_else(|| served.server().url.clone());
+        let (proxied, proxy) = served.proxied_to(&upstream, "http").await?;
         let (fe, load) = match &self.load_url {
-            Some(_) => (hosted.url.clone(), Some(proxied)),
+            Some(_) => (served.server().url.clone(), Some(proxied)),
             None => (proxied, None),
         };
         let sink =
@@ -139,9 +149,14 @@ impl HostedStore for Doris {
         })
     }
 
-    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
         let t = table(isolation);
-        let admin = DorisSink::new(config(&hosted.url, None, &t)).map_err(|e| e.to_string())?;
+        let admin =
+            DorisSink::new(config(&served.server().url, None, &t)).map_err(|e| e.to_string())?;
         let data = admin
             .sql(
                 DATABASE,

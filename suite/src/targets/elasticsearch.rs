@@ -9,8 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink_elasticsearch::{ElasticsearchSink, ElasticsearchSinkConfig};
 
-use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
-use crate::targets::hosted::{HostedDestination, HostedStore, rows_from_hits};
+use crate::serve::docker::ContainerSpec;
+use crate::serve::hosted::{Hosted, provide};
+use crate::serve::server::wait_http;
+use crate::serve::{Served, ServedDestination, Store};
+use crate::targets::rows_from_hits;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -41,8 +44,8 @@ impl Target for ElasticsearchTarget {
             ],
             ..ContainerSpec::default()
         };
-        let (url, container) = provide("elasticsearch", provider, spec, "http", None).await?;
-        let url = url.trim_end_matches('/').to_owned();
+        let hosted = provide("elasticsearch", provider, spec, "http", None).await?;
+        let url = &hosted.url;
         wait_http(
             &format!("{url}/_cluster/health?wait_for_status=yellow&timeout=5s"),
             Duration::from_secs(300),
@@ -50,7 +53,7 @@ impl Target for ElasticsearchTarget {
             |status, _| status == 200,
         )
         .await?;
-        let root: serde_json::Value = reqwest::get(&url)
+        let root: serde_json::Value = reqwest::get(url)
             .await
             .map_err(|e| e.to_string())?
             .json()
@@ -60,8 +63,8 @@ impl Target for ElasticsearchTarget {
             .as_str()
             .unwrap_or("unknown")
             .to_owned();
-        Ok(Box::new(HostedDestination {
-            hosted: Hosted::new(url, container),
+        Ok(Box::new(ServedDestination {
+            served: Served::new(hosted),
             info: ServerInfo {
                 name: "Elasticsearch".into(),
                 version,
@@ -75,13 +78,19 @@ impl Target for ElasticsearchTarget {
 struct Es;
 
 #[async_trait]
-impl HostedStore for Es {
-    fn lost_ack_trigger(&self) -> &'static [u8] {
-        b"/_bulk"
+impl Store for Es {
+    type Server = Hosted;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"/_bulk")
     }
 
-    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
+    async fn sink(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = served.proxied("http").await?;
         let sink = ElasticsearchSink::new(ElasticsearchSinkConfig::new(url, isolation))
             .map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
@@ -90,9 +99,13 @@ impl HostedStore for Es {
         })
     }
 
-    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
         let client = reqwest::Client::new();
-        let base = &hosted.url;
+        let base = &served.server().url;
         let refresh = client
             .post(format!("{base}/{isolation}/_refresh"))
             .send()

@@ -14,12 +14,11 @@ use pico_sink_iceberg::{
     IcebergSink, IcebergSinkConfig, read_table, sqlite_catalog, sqlite_catalog_s3,
 };
 use std::collections::HashMap;
-use tokio::sync::Mutex;
 
+use crate::serve::Served;
 use crate::servers::s3::S3Server;
 
 use pico_conformance::provider::ProviderKind;
-use pico_conformance::proxy::FaultProxies;
 use pico_conformance::target::{
     Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
 };
@@ -52,7 +51,6 @@ impl Target for IcebergTarget {
             dir: Arc::new(dir),
             s3: None,
             on: "local filesystem".into(),
-            proxies: FaultProxies::default(),
         }))
     }
 }
@@ -89,12 +87,10 @@ impl Target for IcebergS3Target {
             .tempdir()
             .map_err(|e| e.to_string())?;
         let info = server.info();
-        let properties = iceberg_s3_properties(&server);
         Ok(Box::new(IcebergDestination {
             dir: Arc::new(dir),
-            s3: Some((properties, Mutex::new(Some(server)))),
+            s3: Some(Served::new(server)),
             on: format!("{} {}", info.name, info.version),
-            proxies: FaultProxies::default(),
         }))
     }
 }
@@ -110,17 +106,12 @@ pub(crate) fn iceberg_s3_properties(server: &S3Server) -> HashMap<String, String
     ])
 }
 
-/// Iceberg's S3 properties and the server they point at.
-type S3Warehouse = (HashMap<String, String>, Mutex<Option<S3Server>>);
-
 struct IcebergDestination {
     dir: Arc<tempfile::TempDir>,
-    /// S3 properties and the server, for the S3 warehouse.
-    s3: Option<S3Warehouse>,
+    /// The S3 server, for the S3 warehouse.
+    s3: Option<Served<S3Server>>,
     /// Where the warehouse is, in words.
     on: String,
-    /// Fault proxies between sinks and the S3 warehouse.
-    proxies: FaultProxies,
 }
 
 fn table(isolation: &str) -> String {
@@ -138,12 +129,12 @@ impl IcebergDestination {
         let db = root.join("catalog.db").display().to_string();
         match &self.s3 {
             None => sqlite_catalog(&db, &root.join("warehouse").display().to_string()).await,
-            Some((properties, _)) => {
+            Some(s3) => {
                 let run = root
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let mut properties = properties.clone();
+                let mut properties = iceberg_s3_properties(s3.server());
                 if let Some(endpoint) = endpoint {
                     properties.insert("s3.endpoint".to_owned(), endpoint);
                 }
@@ -176,10 +167,9 @@ impl Destination for IcebergDestination {
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
         let (endpoint, proxy) = match &self.s3 {
-            Some((properties, _)) => {
-                let upstream = properties.get("s3.endpoint").cloned().unwrap_or_default();
-                let proxy = self.proxies.in_front_of_url(&upstream).await?;
-                (Some(format!("http://{}", proxy.addr())), Some(proxy))
+            Some(s3) => {
+                let (endpoint, proxy) = s3.proxied("http").await?;
+                (Some(endpoint), Some(proxy))
             }
             None => (None, None),
         };
@@ -228,12 +218,8 @@ impl Destination for IcebergDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.clear().await;
-        match &self.s3 {
-            Some((_, server)) => match server.lock().await.take() {
-                Some(s) => s.stop().await,
-                None => Ok(()),
-            },
+        match self.s3 {
+            Some(s3) => s3.stop().await,
             None => Ok(()),
         }
     }

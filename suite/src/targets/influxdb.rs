@@ -5,20 +5,17 @@
 
 use std::sync::Arc;
 
+use crate::serve::{Served, ServedDestination, Server, Store};
+use crate::servers::influxdb::{InfluxServer, V2_ORG};
 use async_trait::async_trait;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::{
+    Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target, payload_checksum,
+};
 use pico_sink::identity::RecordId;
 use pico_sink_influxdb::{
     DIGEST_FIELD, InfluxSink, InfluxSinkConfig, OFFSET_FIELD, PARTITION_TAG, Payload, PointMapping,
     SEAL_FIELDS, TOPIC_TAG,
-};
-use tokio::sync::Mutex;
-
-use crate::servers::influxdb::{InfluxServer, V2_ORG};
-use pico_conformance::provider::ProviderKind;
-use pico_conformance::proxy::FaultProxies;
-use pico_conformance::target::{
-    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
-    payload_checksum,
 };
 
 /// Measurement every scenario writes.
@@ -45,19 +42,18 @@ impl Target for InfluxTarget {
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = InfluxServer::provide(provider).await?;
         let info = server.info().await;
-        Ok(Box::new(InfluxDestination {
-            server: Mutex::new(Some(server)),
+        Ok(Box::new(ServedDestination {
+            served: Served::new(server),
             info,
-            proxies: FaultProxies::default(),
-            client: reqwest::Client::new(),
+            form: PayloadForm::Json,
+            store: InfluxStore {
+                client: reqwest::Client::new(),
+            },
         }))
     }
 }
 
-struct InfluxDestination {
-    server: Mutex<Option<InfluxServer>>,
-    info: ServerInfo,
-    proxies: FaultProxies,
+struct InfluxStore {
     client: reqwest::Client,
 }
 
@@ -65,33 +61,21 @@ fn database(isolation: &str) -> String {
     isolation.replace('-', "_")
 }
 
-impl InfluxDestination {
-    async fn url(&self) -> Result<String, String> {
-        self.server
-            .lock()
-            .await
-            .as_ref()
-            .map(|s| s.url().to_owned())
-            .ok_or_else(|| "server stopped".into())
-    }
-
-    async fn v2_token(&self) -> Option<String> {
-        self.server
-            .lock()
-            .await
-            .as_ref()
-            .and_then(|s| s.v2_token().map(str::to_owned))
-    }
-
-    async fn query(&self, db: &str, q: &str) -> Result<serde_json::Value, String> {
-        let mut url = reqwest::Url::parse(&self.url().await?).map_err(|e| e.to_string())?;
+impl InfluxStore {
+    async fn query(
+        &self,
+        server: &InfluxServer,
+        db: &str,
+        q: &str,
+    ) -> Result<serde_json::Value, String> {
+        let mut url = reqwest::Url::parse(server.url()).map_err(|e| e.to_string())?;
         url.set_path("/query");
         url.query_pairs_mut()
             .append_pair("db", db)
             .append_pair("epoch", "ns")
             .append_pair("q", q);
         let mut request = self.client.get(url);
-        if let Some(token) = self.v2_token().await {
+        if let Some(token) = server.v2_token() {
             request = request.header("Authorization", format!("Token {token}"));
         }
         request
@@ -105,34 +89,30 @@ impl InfluxDestination {
 }
 
 #[async_trait]
-impl Destination for InfluxDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
-    }
-
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
+impl Store for InfluxStore {
+    type Server = InfluxServer;
 
     /// The write request, not the replay probe's query that precedes it.
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"write?".to_vec())
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"write?")
     }
 
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let proxy = self.proxies.in_front_of_url(&self.url().await?).await?;
+    async fn sink(
+        &self,
+        served: &Served<InfluxServer>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let server = served.server();
+        let (url, proxy) = served.proxied("http").await?;
         let mapping = PointMapping {
             measurement: MEASUREMENT.into(),
             tags: vec!["unit".into(), "region".into()],
             fields: Vec::new(),
             time_field: None,
         };
-        let url = format!("http://{}", proxy.addr());
-        let config = match self.v2_token().await {
+        let config = match server.v2_token() {
             Some(token) => {
-                if let Some(server) = self.server.lock().await.as_ref() {
-                    server.v2_bucket(&database(isolation)).await?;
-                }
+                server.v2_bucket(&database(isolation)).await?;
                 InfluxSinkConfig::v2(
                     url,
                     V2_ORG,
@@ -150,10 +130,15 @@ impl Destination for InfluxDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<InfluxServer>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
+        let server = served.server();
         let db = database(isolation);
         let answer = self
-            .query(&db, &format!("SELECT * FROM \"{MEASUREMENT}\""))
+            .query(server, &db, &format!("SELECT * FROM \"{MEASUREMENT}\""))
             .await?;
         let mut rows = Vec::new();
         if let Some(series) = answer
@@ -198,7 +183,7 @@ impl Destination for InfluxDestination {
                 }
             }
         }
-        let cardinality = self.query(&db, "SHOW SERIES").await?;
+        let cardinality = self.query(server, &db, "SHOW SERIES").await?;
         let note = match cardinality.pointer("/results/0/error") {
             Some(e) => format!("series count not available: {e}"),
             None => {
@@ -214,13 +199,5 @@ impl Destination for InfluxDestination {
             physical_rows: None,
             notes: vec![note],
         })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.clear().await;
-        match self.server.lock().await.take() {
-            Some(s) => s.stop().await,
-            None => Ok(()),
-        }
     }
 }

@@ -12,9 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 
-use crate::servers::binary::BinaryServer;
-use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
-use crate::targets::hosted::{HostedDestination, HostedStore};
+use crate::serve::docker::ContainerSpec;
+use crate::serve::hosted::{Hosted, provide};
+use crate::serve::native::BinaryServer;
+use crate::serve::server::wait_http;
+use crate::serve::{Served, ServedDestination, Store};
 use crate::targets::row_from_document;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
@@ -55,29 +57,26 @@ impl Target for MeilisearchTarget {
             ],
             ..ContainerSpec::default()
         };
-        let (url, container) =
-            provide("meilisearch", provider, spec, "http", Some(&MeiliBinary)).await?;
+        let hosted = provide("meilisearch", provider, spec, "http", Some(&MeiliBinary)).await?;
         let key = match provider {
             ProviderKind::External => std::env::var("PICO_MEILISEARCH_KEY").ok(),
             _ => Some(MASTER_KEY.to_owned()),
         };
-        let url = url.trim_end_matches('/').to_owned();
         wait_http(
-            &format!("{url}/health"),
+            &format!("{}/health", hosted.url),
             Duration::from_secs(120),
             &[],
             |s, _| s == 200,
         )
         .await?;
-        let hosted = Hosted::new(url, container);
         let store = Meili { key };
         let version = store
             .get(&hosted, "version")
             .await
             .map(|v| v["pkgVersion"].as_str().unwrap_or("unknown").to_owned())
             .unwrap_or_else(|e| format!("unknown ({e})"));
-        Ok(Box::new(HostedDestination {
-            hosted,
+        Ok(Box::new(ServedDestination {
+            served: Served::new(hosted),
             info: ServerInfo {
                 name: "Meilisearch".into(),
                 version,
@@ -152,15 +151,21 @@ impl Meili {
 }
 
 #[async_trait]
-impl HostedStore for Meili {
+impl Store for Meili {
+    type Server = Hosted;
+
     /// The document write (`POST /indexes/{uid}/documents?primaryKey=…`), not the pre-read
     /// (`POST /indexes/{uid}/documents/fetch`).
-    fn lost_ack_trigger(&self) -> &'static [u8] {
-        b"/documents?primaryKey="
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"/documents?primaryKey=")
     }
 
-    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
+    async fn sink(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = served.proxied("http").await?;
         let mut config = MeilisearchSinkConfig::new(url, isolation);
         config.api_key = self.key.clone().map(Into::into);
         let sink = MeilisearchSink::new(config).map_err(|e| e.to_string())?;
@@ -170,12 +175,12 @@ impl HostedStore for Meili {
         })
     }
 
-    async fn settle(&self, hosted: &Hosted, isolation: &str) -> Result<(), String> {
+    async fn settle(&self, served: &Served<Hosted>, isolation: &str) -> Result<(), String> {
         let started = std::time::Instant::now();
         loop {
             let answer = self
                 .get(
-                    hosted,
+                    served.server(),
                     &format!("tasks?indexUids={isolation}&statuses=enqueued,processing&limit=1"),
                 )
                 .await?;
@@ -191,10 +196,14 @@ impl HostedStore for Meili {
         }
     }
 
-    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
         let answer = self
             .get(
-                hosted,
+                served.server(),
                 &format!("indexes/{isolation}/documents?limit=100000"),
             )
             .await?;

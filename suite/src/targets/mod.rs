@@ -5,7 +5,6 @@ mod clickhouse;
 mod delta;
 mod doris;
 mod elasticsearch;
-mod hosted;
 mod http;
 mod iceberg;
 mod influxdb;
@@ -22,7 +21,9 @@ mod surrealdb;
 use pico_sink::Envelope;
 use pico_sink::identity::Scope;
 
-use pico_conformance::target::{PayloadForm, ReadRow, Target, checksum, payload_checksum};
+use pico_conformance::target::{
+    PayloadForm, ReadRow, Readback, Target, checksum, payload_checksum,
+};
 
 /// The delta-rs version the Delta targets and benchmarks run (the lock file's `deltalake`).
 pub const DELTA_RS_VERSION: &str = "1.1.2";
@@ -99,4 +100,17 @@ pub(crate) fn row_from_envelope(envelope: &Envelope) -> Result<ReadRow, String> 
         checksum: checksum(&record.value),
         value: record.value,
     })
+}
+
+/// The rows of an Elasticsearch-style search answer (`hits.hits[]._source`) holding envelope
+/// documents.
+pub(crate) fn rows_from_hits(answer: &serde_json::Value) -> Result<Readback, String> {
+    let hits = answer["hits"]["hits"]
+        .as_array()
+        .ok_or_else(|| format!("unexpected search answer: {answer}"))?;
+    let rows = hits
+        .iter()
+        .map(|h| row_from_document(h["_source"].clone()))
+        .collect::<Result<_, _>>()?;
+    Ok(Readback::of_rows(rows))
 }

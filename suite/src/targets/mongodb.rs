@@ -12,8 +12,9 @@ use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 use pico_sink_mongodb::{MongoSink, MongoSinkConfig};
 
-use crate::servers::container::{ContainerSpec, Hosted, provide};
-use crate::targets::hosted::{HostedDestination, HostedStore};
+use crate::serve::docker::ContainerSpec;
+use crate::serve::hosted::{Hosted, provide};
+use crate::serve::{Served, ServedDestination, Store};
 use crate::targets::row_from_document;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
@@ -42,8 +43,9 @@ impl Target for MongoTarget {
             port: 27017,
             ..ContainerSpec::default()
         };
-        let (url, container) = provide("mongodb", provider, spec, "mongodb", None).await?;
-        let client = Client::with_uri_str(&url)
+        let hosted = provide("mongodb", provider, spec, "mongodb", None).await?;
+        let url = &hosted.url;
+        let client = Client::with_uri_str(url)
             .await
             .map_err(|e| format!("{url}: {e}"))?;
         let admin = client.database("admin");
@@ -60,8 +62,8 @@ impl Target for MongoTarget {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         let version = info.ok_or_else(|| format!("MongoDB at {url} never answered: {last}"))?;
-        Ok(Box::new(HostedDestination {
-            hosted: Hosted::new(url, container),
+        Ok(Box::new(ServedDestination {
+            served: Served::new(hosted),
             info: ServerInfo {
                 name: "MongoDB".into(),
                 version,
@@ -77,13 +79,19 @@ struct Mongo {
 }
 
 #[async_trait]
-impl HostedStore for Mongo {
-    fn lost_ack_trigger(&self) -> &'static [u8] {
-        b"update\0"
+impl Store for Mongo {
+    type Server = Hosted;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"update\0")
     }
 
-    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = hosted.proxied(&hosted.url, "mongodb").await?;
+    async fn sink(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = served.proxied("mongodb").await?;
         let uri = format!("{url}/?directConnection=true&serverSelectionTimeoutMS=3000");
         let config = MongoSinkConfig::new(uri, DATABASE, isolation);
         Ok(SinkUnderTest {
@@ -92,7 +100,7 @@ impl HostedStore for Mongo {
         })
     }
 
-    async fn read_back(&self, _: &Hosted, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, _: &Served<Hosted>, isolation: &str) -> Result<Readback, String> {
         let documents: Vec<Document> = self
             .client
             .database(DATABASE)

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 
+use crate::serve::{Served, ServedDestination, Server, Store};
 use crate::servers::postgres::{PgServer, connect};
 use pico_conformance::provider::ProviderKind;
-use pico_conformance::proxy::FaultProxies;
 use pico_conformance::target::{
     Destination, Page, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
     payload_checksum,
@@ -36,7 +36,7 @@ impl Target for PostgresTarget {
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = PgServer::provide(provider).await?;
         let info = server.info().await;
-        Ok(Box::new(PgDestination::new(server, info, |url, table| {
+        Ok(Box::new(pg_destination(server, info, |url, table| {
             let config = PostgresSinkConfig::new(url, table);
             PostgresSink::new(config)
                 .map(|s| Arc::new(s) as Arc<dyn pico_sink::Sink>)
@@ -48,27 +48,24 @@ impl Target for PostgresTarget {
 /// Builds a sink for a URL and a table name.
 pub(crate) type SinkFactory = fn(String, String) -> Result<Arc<dyn pico_sink::Sink>, String>;
 
-/// A PostgreSQL-protocol destination shared by the Postgres and Redshift targets.
-pub(crate) struct PgDestination {
-    server: Option<PgServer>,
+/// A PostgreSQL-protocol destination on `server`, shared by the Postgres and Redshift targets:
+/// sinks built by `factory`, payloads compared as JSON.
+pub(crate) fn pg_destination(
+    server: PgServer,
     info: ServerInfo,
     factory: SinkFactory,
-    proxies: FaultProxies,
+) -> ServedDestination<PgStore> {
+    ServedDestination {
+        served: Served::new(server),
+        info,
+        form: PayloadForm::Json,
+        store: PgStore { factory },
+    }
 }
 
-impl PgDestination {
-    pub(crate) fn new(server: PgServer, info: ServerInfo, factory: SinkFactory) -> Self {
-        Self {
-            server: Some(server),
-            info,
-            factory,
-            proxies: FaultProxies::default(),
-        }
-    }
-
-    fn server(&self) -> Result<&PgServer, String> {
-        self.server.as_ref().ok_or_else(|| "server stopped".into())
-    }
+/// How the Postgres and Redshift targets build their sink.
+pub(crate) struct PgStore {
+    factory: SinkFactory,
 }
 
 /// Table name for an isolation (`pico-lost-ack-1f2e` → `pico_lost_ack_1f2e`).
@@ -77,22 +74,20 @@ pub(crate) fn table_name(isolation: &str) -> String {
 }
 
 #[async_trait]
-impl Destination for PgDestination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
+impl Store for PgStore {
+    type Server = PgServer;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"COMMIT")
     }
 
-    fn payload_form(&self) -> PayloadForm {
-        PayloadForm::Json
-    }
-
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
-        Some(b"COMMIT".to_vec())
-    }
-
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let server = self.server()?;
-        let proxy = self.proxies.in_front_of(server.socket_addr()?).await?;
+    async fn sink(
+        &self,
+        served: &Served<PgServer>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let server = served.server();
+        let proxy = served.proxy_to_addr(server.socket_addr()?).await?;
         let url = server.url_via(proxy.addr())?;
         let sink = (self.factory)(url, table_name(isolation))?;
         Ok(SinkUnderTest {
@@ -101,11 +96,15 @@ impl Destination for PgDestination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<PgServer>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
         let mut rows = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.read_page(isolation, cursor.as_deref()).await?;
+            let page = self.read_page(served, isolation, cursor.as_deref()).await?;
             rows.extend(page.back.rows);
             match page.next {
                 Some(next) => cursor = Some(next),
@@ -114,8 +113,13 @@ impl Destination for PgDestination {
         }
     }
 
-    async fn read_page(&self, isolation: &str, cursor: Option<&str>) -> Result<Page, String> {
-        let client = connect(self.server()?.url()).await?;
+    async fn read_page(
+        &self,
+        served: &Served<PgServer>,
+        isolation: &str,
+        cursor: Option<&str>,
+    ) -> Result<Page, String> {
+        let client = connect(served.server().url()).await?;
         let table = pico_pg_quote(&table_name(isolation));
         let after = cursor.map(PageKey::parse).transpose()?;
         let rows = match &after {
@@ -147,14 +151,6 @@ impl Destination for PgDestination {
             back: Readback::of_rows(rows),
             next,
         })
-    }
-
-    async fn shutdown(mut self: Box<Self>) -> Result<(), String> {
-        self.proxies.clear().await;
-        match self.server.take() {
-            Some(s) => s.stop().await,
-            None => Ok(()),
-        }
     }
 }
 

@@ -11,9 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 
-use crate::servers::binary::BinaryServer;
-use crate::servers::container::{ContainerSpec, Hosted, provide, wait_http};
-use crate::targets::hosted::{HostedDestination, HostedStore, rows_from_hits};
+use crate::serve::docker::ContainerSpec;
+use crate::serve::hosted::{Hosted, provide};
+use crate::serve::native::BinaryServer;
+use crate::serve::server::wait_http;
+use crate::serve::{Served, ServedDestination, Store};
+use crate::targets::rows_from_hits;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -42,8 +45,8 @@ impl Target for QuickwitTarget {
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let (hosted, info) = start(provider).await?;
-        Ok(Box::new(HostedDestination {
-            hosted,
+        Ok(Box::new(ServedDestination {
+            served: Served::new(hosted),
             info,
             form: PayloadForm::Json,
             store: Qw,
@@ -60,9 +63,8 @@ pub async fn start(provider: ProviderKind) -> Result<(Hosted, ServerInfo), Strin
         cmd: vec!["run"],
         ..ContainerSpec::default()
     };
-    let (url, container) =
-        provide("quickwit", provider, spec, "http", Some(&QuickwitBinary)).await?;
-    let url = url.trim_end_matches('/').to_owned();
+    let hosted = provide("quickwit", provider, spec, "http", Some(&QuickwitBinary)).await?;
+    let url = &hosted.url;
     wait_http(
         &format!("{url}/health/readyz"),
         Duration::from_secs(180),
@@ -88,7 +90,7 @@ pub async fn start(provider: ProviderKind) -> Result<(Hosted, ServerInfo), Strin
         name: "Quickwit".into(),
         version,
     };
-    Ok((Hosted::new(url, container), info))
+    Ok((hosted, info))
 }
 
 /// The commit timeout of the indexes the target's sinks create.
@@ -150,13 +152,19 @@ impl BinaryServer for QuickwitBinary {
 struct Qw;
 
 #[async_trait]
-impl HostedStore for Qw {
-    fn lost_ack_trigger(&self) -> &'static [u8] {
-        b"/ingest"
+impl Store for Qw {
+    type Server = Hosted;
+
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
+        Some(b"/ingest")
     }
 
-    async fn sink(&self, hosted: &Hosted, isolation: &str) -> Result<SinkUnderTest, String> {
-        let (url, proxy) = hosted.proxied(&hosted.url, "http").await?;
+    async fn sink(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let (url, proxy) = served.proxied("http").await?;
         let mut config = QuickwitSinkConfig::new(url, isolation);
         config.commit_timeout_secs = COMMIT_TIMEOUT_SECS;
         let sink = QuickwitSink::new(config).map_err(|e| e.to_string())?;
@@ -168,19 +176,23 @@ impl HostedStore for Qw {
 
     /// Documents of an ingest whose answer was lost become searchable at the index's next
     /// commit: wait past it.
-    async fn settle(&self, _: &Hosted, _: &str) -> Result<(), String> {
+    async fn settle(&self, _: &Served<Hosted>, _: &str) -> Result<(), String> {
         tokio::time::sleep(Duration::from_secs(u64::from(COMMIT_TIMEOUT_SECS) + 1)).await;
         Ok(())
     }
 
     /// Every document of the index, through the scroll API (a search page holds at most
     /// 10 000 hits, the flaky-network scenario writes 20 000).
-    async fn read_back(&self, hosted: &Hosted, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(
+        &self,
+        served: &Served<Hosted>,
+        isolation: &str,
+    ) -> Result<Readback, String> {
         let client = reqwest::Client::new();
         let first = client
             .post(format!(
                 "{}/api/v1/_elastic/{isolation}/_search?scroll=5m",
-                hosted.url
+                served.server().url
             ))
             .json(&serde_json::json!({"size": 5000, "query": {"match_all": {}}}))
             .send()
@@ -202,7 +214,10 @@ impl HostedStore for Qw {
                 .ok_or_else(|| format!("a page without _scroll_id: {answer}"))?
                 .to_owned();
             answer = client
-                .post(format!("{}/api/v1/_elastic/_search/scroll", hosted.url))
+                .post(format!(
+                    "{}/api/v1/_elastic/_search/scroll",
+                    served.server().url
+                ))
                 .json(&serde_json::json!({"scroll": "5m", "scroll_id": scroll_id}))
                 .send()
                 .await

@@ -8,7 +8,7 @@ use crate::servers::postgres::PgServer;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, ServerInfo, Target};
 
-use super::postgres::PgDestination;
+use super::postgres::pg_destination;
 
 /// The Redshift sink, verified on PostgreSQL.
 pub struct RedshiftTarget;
@@ -38,7 +38,7 @@ impl Target for RedshiftTarget {
             name: "PostgreSQL".into(),
             version: format!("{} standing in for Redshift (no primary key)", pg.version),
         };
-        Ok(Box::new(PgDestination::new(server, info, |url, table| {
+        Ok(Box::new(pg_destination(server, info, |url, table| {
             let mut config = RedshiftSinkConfig::new(url, table);
             config.dialect = Dialect::PostgresStandIn;
             RedshiftSink::new(config)

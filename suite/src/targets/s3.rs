@@ -5,16 +5,14 @@ use std::sync::Arc;
 
 use std::io::Read;
 
+use crate::serve::{Served, ServedDestination, Store};
+use crate::servers::s3::S3Server;
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
+use pico_conformance::provider::ProviderKind;
+use pico_conformance::target::{Destination, PayloadForm, Readback, SinkUnderTest, Target};
 use pico_sink::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
-use tokio::sync::Mutex;
-
-use crate::servers::s3::S3Server;
-use pico_conformance::provider::ProviderKind;
-use pico_conformance::proxy::FaultProxies;
-use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
 use super::row_from_envelope;
 
@@ -39,20 +37,17 @@ impl Target for S3Target {
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;
         let client = server.client();
-        Ok(Box::new(S3Destination {
+        Ok(Box::new(ServedDestination {
             info: server.info(),
-            server: Mutex::new(Some(server)),
-            client,
-            proxies: FaultProxies::default(),
+            served: Served::new(server),
+            form: PayloadForm::Exact,
+            store: S3Store { client },
         }))
     }
 }
 
-struct S3Destination {
-    info: ServerInfo,
-    server: Mutex<Option<S3Server>>,
+struct S3Store {
     client: Client,
-    proxies: FaultProxies,
 }
 
 /// One bucket for every scenario (SeaweedFS gives each bucket its own volumes, so a bucket per
@@ -60,22 +55,23 @@ struct S3Destination {
 const BUCKET: &str = "pico-conformance";
 
 #[async_trait]
-impl Destination for S3Destination {
-    fn server(&self) -> ServerInfo {
-        self.info.clone()
-    }
+impl Store for S3Store {
+    type Server = S3Server;
 
-    fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
+    fn lost_ack_trigger(&self) -> Option<&'static [u8]> {
         // The object PUT (the LIST before it is a GET).
-        Some(b"PUT /".to_vec())
+        Some(b"PUT /")
     }
 
-    async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
-        let guard = self.server.lock().await;
-        let server = guard.as_ref().ok_or("server stopped")?;
-        let proxy = self.proxies.in_front_of_url(&server.endpoint).await?;
+    async fn sink(
+        &self,
+        served: &Served<S3Server>,
+        isolation: &str,
+    ) -> Result<SinkUnderTest, String> {
+        let server = served.server();
+        let (endpoint, proxy) = served.proxied("http").await?;
         let mut config = S3SinkConfig::new(BUCKET, isolation);
-        config.endpoint = Some(format!("http://{}", proxy.addr()));
+        config.endpoint = Some(endpoint);
         config.credentials = Some((server.access_key.clone(), server.secret_key.clone().into()));
         config.create_bucket = true;
         config.gzip = isolation.contains("meter");
@@ -86,7 +82,7 @@ impl Destination for S3Destination {
         })
     }
 
-    async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
+    async fn read_back(&self, _: &Served<S3Server>, isolation: &str) -> Result<Readback, String> {
         let bucket = BUCKET;
         let prefix = format!("{isolation}/");
         let mut rows = Vec::new();
@@ -148,13 +144,5 @@ impl Destination for S3Destination {
             physical_rows: None,
             notes: vec![format!("{objects} objects in the bucket")],
         })
-    }
-
-    async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        self.proxies.clear().await;
-        match self.server.lock().await.take() {
-            Some(s) => s.stop().await,
-            None => Ok(()),
-        }
     }
 }

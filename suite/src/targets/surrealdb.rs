@@ -14,7 +14,10 @@ use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
 use crate::provide::external_url;
-use crate::servers::container::{ContainerSpec, Hosted, Kept, start, wait_http};
+use crate::serve::Server;
+use crate::serve::docker::{ContainerSpec, start};
+use crate::serve::hosted::{Hosted, Kept};
+use crate::serve::server::wait_http;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
@@ -184,7 +187,7 @@ impl Destination for SurrealDestination {
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
-        match &self.container {
+        match self.container {
             Some(hosted) => hosted.stop().await,
             None => Ok(()),
         }
