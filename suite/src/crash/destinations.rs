@@ -2,7 +2,6 @@
 //! the `[sink]` section that points a `pico-kafka` process at it through a fault proxy, and a
 //! read-back of what one topic left there, as `(partition, offset)` rows.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use pico_conformance::proxy::{FaultProxies, FaultProxy};
@@ -10,14 +9,15 @@ use pico_conformance::target::{PayloadForm, ReadRow, ServerInfo, payload_checksu
 use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
 
 use pico_sink::Envelope;
-use pico_sink_clickhouse::unescape_field;
 
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::servers::clickhouse::ClickHouseServer;
 use crate::servers::postgres::{PgServer, connect};
 use crate::servers::s3::S3Server;
-use crate::targets::row_from_envelope;
+use crate::targets::{
+    delta_s3_options, read_clickhouse_rows, read_delta, read_objects, row_from_envelope,
+};
 
 /// The sinks the crash suite runs.
 #[derive(
@@ -259,23 +259,11 @@ impl CrashDestination {
                 })
             }
             Self::Clickhouse(s) => {
-                let visible = s
-                    .query(&format!(
-                        "SELECT pico_partition, pico_offset, value FROM pico_crash.`{table}` \
-                         FINAL WHERE pico_topic = '{topic}' FORMAT TabSeparated"
-                    ))
-                    .await?;
-                let physical = s
-                    .query(&format!(
-                        "SELECT count() FROM pico_crash.`{table}` WHERE pico_topic = '{topic}' FORMAT TabSeparated"
-                    ))
-                    .await?;
-                let physical = String::from_utf8_lossy(&physical)
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|e| format!("count(): {e}"))?;
+                let filter = format!("WHERE pico_topic = '{topic}'");
+                let (rows, physical) =
+                    read_clickhouse_rows(s, &format!("pico_crash.`{table}`"), &filter).await?;
                 Ok(Held {
-                    rows: parse_clickhouse_rows(&visible)?,
+                    rows: rows.iter().map(HeldRow::of).collect(),
                     physical: Some((physical, !s.is_external())),
                     note: None,
                 })
@@ -283,24 +271,21 @@ impl CrashDestination {
             Self::S3 {
                 server,
                 delta: false,
-            } => read_objects(server, isolation).await,
+            } => {
+                let (rows, objects) =
+                    read_objects(&server.client(), BUCKET, &format!("{isolation}/")).await?;
+                Ok(Held {
+                    rows: rows.iter().map(HeldRow::of).collect(),
+                    physical: None,
+                    note: Some(format!("{objects} objects")),
+                })
+            }
             Self::S3 {
                 server,
                 delta: true,
             } => {
-                let options = HashMap::from([
-                    ("AWS_ENDPOINT_URL".to_owned(), server.endpoint.clone()),
-                    ("AWS_ACCESS_KEY_ID".to_owned(), server.access_key.clone()),
-                    (
-                        "AWS_SECRET_ACCESS_KEY".to_owned(),
-                        server.secret_key.clone(),
-                    ),
-                    ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
-                    ("AWS_ALLOW_HTTP".to_owned(), "true".to_owned()),
-                ]);
-                let back =
-                    crate::targets::read_delta(&format!("s3://{BUCKET}/{isolation}"), options)
-                        .await?;
+                let options = delta_s3_options(server, &server.endpoint);
+                let back = read_delta(&format!("s3://{BUCKET}/{isolation}"), options).await?;
                 Ok(Held {
                     rows: back.rows.iter().map(HeldRow::of).collect(),
                     physical: None,
@@ -337,71 +322,4 @@ impl CrashDestination {
 
 fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-/// `partition \t offset \t value` lines of ClickHouse's TabSeparated output.
-fn parse_clickhouse_rows(text: &[u8]) -> Result<Vec<HeldRow>, String> {
-    text.split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|line| {
-            let bad = || format!("bad row {:?}", String::from_utf8_lossy(line));
-            let mut fields = line.splitn(3, |b| *b == b'\t');
-            let mut number = || -> Result<u64, String> {
-                String::from_utf8_lossy(fields.next().ok_or_else(bad)?)
-                    .parse()
-                    .map_err(|e| format!("{}: {e}", bad()))
-            };
-            let (partition, offset) = (number()?, number()?);
-            let value = unescape_field(fields.next().ok_or_else(bad)?);
-            Ok(HeldRow::new(partition as u32, offset, &value))
-        })
-        .collect()
-}
-
-/// Every record in the objects under `prefix/`.
-async fn read_objects(server: &S3Server, prefix: &str) -> Result<Held, String> {
-    let client = server.client();
-    let mut rows = Vec::new();
-    let mut objects = 0;
-    let mut token: Option<String> = None;
-    loop {
-        let mut req = client
-            .list_objects_v2()
-            .bucket(BUCKET)
-            .prefix(format!("{prefix}/"));
-        if let Some(t) = token.take() {
-            req = req.continuation_token(t);
-        }
-        let page = req.send().await.map_err(|e| format!("LIST: {e:?}"))?;
-        for object in page.contents() {
-            let Some(key) = object.key() else { continue };
-            objects += 1;
-            let body = client
-                .get_object()
-                .bucket(BUCKET)
-                .key(key)
-                .send()
-                .await
-                .map_err(|e| format!("GET {key}: {e:?}"))?
-                .body
-                .collect()
-                .await
-                .map_err(|e| format!("GET {key}: {e}"))?
-                .into_bytes();
-            for line in String::from_utf8_lossy(&body).lines() {
-                let envelope: Envelope =
-                    serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
-                rows.push(HeldRow::of(&row_from_envelope(&envelope)?));
-            }
-        }
-        match page.next_continuation_token() {
-            Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
-            _ => break,
-        }
-    }
-    Ok(Held {
-        rows,
-        physical: None,
-        note: Some(format!("{objects} objects")),
-    })
 }

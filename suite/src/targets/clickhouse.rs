@@ -77,44 +77,58 @@ impl Store for ChStore {
         served: &Served<ClickHouseServer>,
         isolation: &str,
     ) -> Result<Readback, String> {
-        let server = served.server();
         let t = format!("{DATABASE}.{}", table(isolation));
-        let visible = server
-            .query(&format!(
-                "SELECT pico_topic, pico_partition, pico_offset, value FROM {t} FINAL FORMAT TabSeparated"
-            ))
-            .await?;
-        let mut rows = Vec::new();
-        for line in visible.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let fields: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
-            let [topic, partition, offset, value] = fields[..] else {
-                return Err(format!("unexpected row: {}", String::from_utf8_lossy(line)));
-            };
-            let parse = |f: &[u8]| {
-                String::from_utf8_lossy(f)
-                    .parse::<u64>()
-                    .map_err(|e| e.to_string())
-            };
-            let value = unescape_field(value);
-            rows.push(ReadRow {
-                id: RecordId::new(
-                    String::from_utf8_lossy(&unescape_field(topic)).into_owned(),
-                    parse(partition)? as u32,
-                    parse(offset)?,
-                ),
-                checksum: checksum(&value),
-                value: value.into(),
-            });
-        }
-        let physical: u64 =
-            String::from_utf8_lossy(&server.query(&format!("SELECT count() FROM {t}")).await?)
-                .trim()
-                .parse()
-                .map_err(|e| format!("count(): {e}"))?;
+        let (rows, physical) = read_rows(served.server(), &t, "").await?;
         Ok(Readback {
             rows,
             physical_rows: Some(physical),
             notes: vec![format!("{physical} physical rows before merge")],
         })
     }
+}
+
+/// The rows of `table` (`database.table`) that `filter` selects (a `WHERE` clause, or empty)
+/// as the `FINAL` view shows them, and how many rows are stored physically, before merges
+/// collapse repeats. The conformance target and the crash suite both read ClickHouse through it.
+pub(crate) async fn read_rows(
+    server: &ClickHouseServer,
+    table: &str,
+    filter: &str,
+) -> Result<(Vec<ReadRow>, u64), String> {
+    let visible = server
+        .query(&format!(
+            "SELECT pico_topic, pico_partition, pico_offset, value FROM {table} FINAL {filter} FORMAT TabSeparated"
+        ))
+        .await?;
+    let mut rows = Vec::new();
+    for line in visible.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let fields: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
+        let [topic, partition, offset, value] = fields[..] else {
+            return Err(format!("unexpected row: {}", String::from_utf8_lossy(line)));
+        };
+        let parse = |f: &[u8]| {
+            String::from_utf8_lossy(f)
+                .parse::<u64>()
+                .map_err(|e| e.to_string())
+        };
+        let value = unescape_field(value);
+        rows.push(ReadRow {
+            id: RecordId::new(
+                String::from_utf8_lossy(&unescape_field(topic)).into_owned(),
+                parse(partition)? as u32,
+                parse(offset)?,
+            ),
+            checksum: checksum(&value),
+            value: value.into(),
+        });
+    }
+    let physical: u64 = String::from_utf8_lossy(
+        &server
+            .query(&format!("SELECT count() FROM {table} {filter}"))
+            .await?,
+    )
+    .trim()
+    .parse()
+    .map_err(|e| format!("count(): {e}"))?;
+    Ok((rows, physical))
 }

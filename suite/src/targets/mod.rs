@@ -31,6 +31,7 @@ pub const DELTA_RS_VERSION: &str = "1.1.2";
 pub const ICEBERG_RUST_VERSION: &str = "0.10.1";
 
 pub use clickhouse::ClickHouseTarget;
+pub(crate) use clickhouse::read_rows as read_clickhouse_rows;
 pub(crate) use delta::delta_s3_options;
 pub use delta::{DeltaS3Target, DeltaTarget, read_delta};
 pub use doris::DorisTarget;
@@ -45,6 +46,7 @@ pub use postgres::PostgresTarget;
 pub use quickwit::QuickwitTarget;
 pub use redshift::RedshiftTarget;
 pub use s3::S3Target;
+pub(crate) use s3::read_objects;
 pub use stdout::StdoutTarget;
 #[cfg(feature = "surrealdb")]
 pub use surrealdb::SurrealTarget;

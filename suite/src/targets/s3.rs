@@ -10,7 +10,9 @@ use crate::servers::s3::S3Server;
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
 use pico_conformance::provider::ProviderKind;
-use pico_conformance::target::{Destination, PayloadForm, Readback, SinkUnderTest, Target};
+use pico_conformance::target::{
+    Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target,
+};
 use pico_sink::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
@@ -83,66 +85,72 @@ impl Store for S3Store {
     }
 
     async fn read_back(&self, _: &Served<S3Server>, isolation: &str) -> Result<Readback, String> {
-        let bucket = BUCKET;
-        let prefix = format!("{isolation}/");
-        let mut rows = Vec::new();
-        let mut objects = 0;
-        let mut token = None;
-        loop {
-            let mut req = self.client.list_objects_v2().bucket(bucket).prefix(&prefix);
-            if let Some(t) = token.take() {
-                req = req.continuation_token(t);
-            }
-            let page = match req.send().await {
-                Ok(p) => p,
-                Err(e)
-                    if aws_sdk_s3::error::ProvideErrorMetadata::code(&e)
-                        == Some("NoSuchBucket") =>
-                {
-                    break;
-                }
-                Err(e) => return Err(format!("LIST {bucket}: {e:?}")),
-            };
-            for object in page.contents() {
-                let Some(key) = object.key() else { continue };
-                objects += 1;
-                let body = self
-                    .client
-                    .get_object()
-                    .bucket(bucket)
-                    .key(key)
-                    .send()
-                    .await
-                    .map_err(|e| format!("GET {key}: {e:?}"))?
-                    .body
-                    .collect()
-                    .await
-                    .map_err(|e| format!("GET {key}: {e}"))?
-                    .into_bytes();
-                let text = if key.ends_with(".gz") {
-                    let mut out = String::new();
-                    flate2::read::GzDecoder::new(&body[..])
-                        .read_to_string(&mut out)
-                        .map_err(|e| format!("gunzip {key}: {e}"))?;
-                    out
-                } else {
-                    String::from_utf8(body.to_vec()).map_err(|e| format!("{key}: {e}"))?
-                };
-                for line in text.lines() {
-                    let env: Envelope =
-                        serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
-                    rows.push(row_from_envelope(&env)?);
-                }
-            }
-            match page.next_continuation_token() {
-                Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
-                _ => break,
-            }
-        }
+        let (rows, objects) = read_objects(&self.client, BUCKET, &format!("{isolation}/")).await?;
         Ok(Readback {
             rows,
             physical_rows: None,
             notes: vec![format!("{objects} objects in the bucket")],
         })
     }
+}
+
+/// Every record stored in the objects of `bucket` under `prefix` (JSON lines of envelopes,
+/// gzipped when the key ends in `.gz`), and how many objects held them; an absent bucket holds
+/// none. The conformance target and the crash suite both read an S3 destination through it.
+pub(crate) async fn read_objects(
+    client: &Client,
+    bucket: &str,
+    prefix: &str,
+) -> Result<(Vec<ReadRow>, usize), String> {
+    let mut rows = Vec::new();
+    let mut objects = 0;
+    let mut token = None;
+    loop {
+        let mut req = client.list_objects_v2().bucket(bucket).prefix(prefix);
+        if let Some(t) = token.take() {
+            req = req.continuation_token(t);
+        }
+        let page = match req.send().await {
+            Ok(p) => p,
+            Err(e) if aws_sdk_s3::error::ProvideErrorMetadata::code(&e) == Some("NoSuchBucket") => {
+                break;
+            }
+            Err(e) => return Err(format!("LIST {bucket}: {e:?}")),
+        };
+        for object in page.contents() {
+            let Some(key) = object.key() else { continue };
+            objects += 1;
+            let body = client
+                .get_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .map_err(|e| format!("GET {key}: {e:?}"))?
+                .body
+                .collect()
+                .await
+                .map_err(|e| format!("GET {key}: {e}"))?
+                .into_bytes();
+            let text = if key.ends_with(".gz") {
+                let mut out = String::new();
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_string(&mut out)
+                    .map_err(|e| format!("gunzip {key}: {e}"))?;
+                out
+            } else {
+                String::from_utf8(body.to_vec()).map_err(|e| format!("{key}: {e}"))?
+            };
+            for line in text.lines() {
+                let env: Envelope =
+                    serde_json::from_str(line).map_err(|e| format!("{key}: {e}"))?;
+                rows.push(row_from_envelope(&env)?);
+            }
+        }
+        match page.next_continuation_token() {
+            Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
+            _ => break,
+        }
+    }
+    Ok((rows, objects))
 }
