@@ -5,13 +5,13 @@
 //! Everything here is built on the public API of [`pico_conformance`], exactly as a user's own
 //! sink would be: a target is a [`pico_conformance::target::Target`] whose destinations
 //! implement [`pico_conformance::target::Destination`]. Adding a sink means adding its crate and
-//! one file under `targets/`.
+//! a folder under `destinations/` (its target, and its server when it has a start recipe of its
+//! own), and one line to [`destinations::targets`].
 
 pub mod bench;
 pub mod code_version;
 pub mod crash;
+pub mod destinations;
 pub mod images;
 pub mod provide;
 pub mod serve;
-pub mod servers;
-pub mod targets;

@@ -6,9 +6,9 @@
 use pico_sink::identity::RecordId;
 use pico_sink::{Batch, MappedColumn, Record, Sink};
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
+use pico_suite::destinations::clickhouse::server::ClickHouseServer;
 use pico_suite::provide::first_available;
 use pico_suite::serve::Server;
-use pico_suite::servers::clickhouse::ClickHouseServer;
 
 #[tokio::test]
 async fn mapped_columns_are_parsed_and_a_value_that_does_not_parse_is_rejected() {

@@ -10,9 +10,9 @@ use pico_sink_postgres::{
     ConflictAction, MappedColumn, PostgresSink, PostgresSinkConfig, ValueColumn,
 };
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig, UpsertStrategy};
+use pico_suite::destinations::postgres::server::{PgServer, connect};
 use pico_suite::provide::first_available;
 use pico_suite::serve::Server;
-use pico_suite::servers::postgres::{PgServer, connect};
 
 async fn server() -> Option<PgServer> {
     match first_available(PgServer::provide).await {

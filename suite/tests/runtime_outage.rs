@@ -19,7 +19,7 @@ use pico_sink::identity::Scope;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 use pico_suite::crash::{PARTITIONS, committed};
-use pico_suite::servers::kafka::Broker;
+use pico_suite::serve::kafka::Broker;
 
 /// Records produced to each partition.
 const PER_PARTITION: u64 = 40;

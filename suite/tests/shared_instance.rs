@@ -13,11 +13,11 @@ use pico_sink::{Driver, MemoryHooks, Sink};
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 use pico_sink_s3::{S3Sink, S3SinkConfig};
+use pico_suite::destinations::clickhouse::server::ClickHouseServer;
+use pico_suite::destinations::postgres::server::{PgServer, connect};
 use pico_suite::provide::first_available;
 use pico_suite::serve::Server;
-use pico_suite::servers::clickhouse::ClickHouseServer;
-use pico_suite::servers::postgres::{PgServer, connect};
-use pico_suite::servers::s3::S3Server;
+use pico_suite::serve::s3::S3Server;
 
 const PARTITIONS: u32 = 16;
 const BATCHES: u64 = 5;

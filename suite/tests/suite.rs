@@ -9,7 +9,7 @@ use pico_conformance::runner::{self, RunOptions, Silent};
 use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize, sample_batch};
 use pico_conformance::target::{ReadRow, Readback, checksum};
 use pico_sink::{Claim, Scenario};
-use pico_suite::targets;
+use pico_suite::destinations;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_targets_pass_every_scenario_without_loss() {
@@ -19,7 +19,7 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
         size: SuiteSize::Reduced,
         ..RunOptions::default()
     };
-    let report = runner::run(&targets::all(), &opts, &Silent).await;
+    let report = runner::run(&destinations::targets(), &opts, &Silent).await;
     assert_eq!(report.targets.len(), 3);
     for t in &report.targets {
         assert_eq!(t.scenarios.len(), IMPLEMENTED.len(), "{}", t.target);

@@ -9,7 +9,7 @@ use pico_conformance::report::{
 use pico_conformance::runner::{self, RunOptions, Silent};
 use pico_conformance::scenarios::SuiteSize;
 use pico_sink::Scenario;
-use pico_suite::targets;
+use pico_suite::destinations;
 use pico_workspace_tests::{sink_crates, workspace_root};
 
 fn committed() -> Report {
@@ -166,7 +166,7 @@ async fn embedded_rows_match_a_fresh_run() {
         size: SuiteSize::Reduced,
         ..RunOptions::default()
     };
-    let fresh = runner::run(&targets::all(), &opts, &Silent).await;
+    let fresh = runner::run(&destinations::targets(), &opts, &Silent).await;
     for t in fresh
         .targets
         .iter()

@@ -7,9 +7,9 @@ use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
+use crate::destinations::clickhouse::server::ClickHouseServer;
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::clickhouse::ClickHouseServer;
 
 /// The ClickHouse sink beside `ClickHouseSink::insert_unguarded`: the same RowBinary block with
 /// LZ4 through the official client into a table of the same engine, with no watermark query

@@ -6,9 +6,9 @@ use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
+use crate::destinations::influxdb::server::InfluxServer;
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::influxdb::InfluxServer;
 
 /// The InfluxDB sink beside plain line protocol of the same points (no identity tags, no
 /// offset field, no probe).

@@ -8,7 +8,7 @@ use pico_sink::{Batch, Sink};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
-use crate::servers::s3::S3Server;
+use crate::serve::s3::S3Server;
 
 /// Which table format a run measures.
 #[derive(Debug, Clone, Copy)]
@@ -56,14 +56,15 @@ impl LakehouseSink {
         Ok(match format {
             Lakehouse::Delta => {
                 let mut config = pico_sink_delta::DeltaSinkConfig::new(format!("{location}/soak"));
-                config.storage_options = crate::targets::delta_s3_options(server, &server.endpoint);
+                config.storage_options =
+                    crate::destinations::delta::delta_s3_options(server, &server.endpoint);
                 Self::Delta(pico_sink_delta::DeltaSink::new(config))
             }
             Lakehouse::Iceberg => {
                 let catalog = pico_sink_iceberg::sqlite_catalog_s3(
                     &dir.join("catalog.db").display().to_string(),
                     location,
-                    crate::targets::iceberg_s3_properties(server),
+                    crate::destinations::iceberg::iceberg_s3_properties(server),
                 )
                 .await
                 .map_err(|e| e.to_string())?;
@@ -165,7 +166,8 @@ pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, 
             "{total} records in batches of {records}: {commits} commits, {files} data files"
         ));
     }
-    use crate::targets::{DELTA_RS_VERSION, ICEBERG_RUST_VERSION};
+    use crate::destinations::delta::DELTA_RS_VERSION;
+    use crate::destinations::iceberg::ICEBERG_RUST_VERSION;
     let (sink, server) = match format {
         Lakehouse::Delta => (
             "delta",

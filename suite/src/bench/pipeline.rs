@@ -14,10 +14,10 @@ use super::postgres::{RawTable, raw_copy};
 use super::report::{BenchSize, PipelineBench};
 use super::{batch, record};
 use crate::crash::{PARTITIONS, committed};
+use crate::destinations::postgres::server::PgServer;
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::kafka::Broker;
-use crate::servers::postgres::PgServer;
+use crate::serve::kafka::Broker;
 
 /// Records on the topic at each size.
 fn records(size: BenchSize) -> u64 {

@@ -12,9 +12,9 @@ use tokio_postgres::types::{ToSql, Type};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, median, time_sink};
+use crate::destinations::postgres::server::{PgServer, connect};
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::postgres::{PgServer, connect};
 
 /// What the raw anchor is, in words.
 const RAW: &str = "binary COPY into an unlogged table";

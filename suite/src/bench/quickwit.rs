@@ -7,9 +7,9 @@ use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 
 use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
+use crate::destinations::quickwit::start;
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::targets::quickwit::start;
 
 /// The Quickwit sink (a watermark search, then ingest above it) beside
 /// `QuickwitSink::ingest_unguarded`: the same documents in one plain `ingest` request, into an

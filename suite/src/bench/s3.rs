@@ -9,7 +9,7 @@ use super::report::{BenchSize, SinkBench};
 use super::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::s3::S3Server;
+use crate::serve::s3::S3Server;
 
 /// The S3 sink (one object per batch) beside a plain PUT of the same bytes.
 pub async fn s3(size: BenchSize) -> Result<SinkBench, String> {

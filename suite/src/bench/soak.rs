@@ -12,7 +12,7 @@ use super::report::{BenchSize, SoakRow};
 use super::{batch, median};
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::s3::S3Server;
+use crate::serve::s3::S3Server;
 
 /// Records per commit of the soak (small on purpose: the cost measured is the commit's own).
 pub const SOAK_BATCH: u64 = 100;

@@ -15,7 +15,7 @@ use pico_conformance::report::{
 use pico_conformance::runner::{self, Progress, RunOptions};
 use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
 use pico_sink::Scenario;
-use pico_suite::targets;
+use pico_suite::destinations;
 
 #[derive(Parser)]
 #[command(
@@ -236,7 +236,7 @@ fn merge(from: &[PathBuf], out: &Path) -> Result<(), String> {
         merged.merge(report);
     }
     // The table lists targets in the suite's order, whatever order the runs came in.
-    let order: Vec<&str> = targets::all().iter().map(|t| t.name()).collect();
+    let order: Vec<&str> = destinations::targets().iter().map(|t| t.name()).collect();
     merged.targets.sort_by_key(|t| {
         order
             .iter()
@@ -270,7 +270,7 @@ async fn run(
     out: PathBuf,
     no_write: bool,
 ) -> Result<bool, String> {
-    let all = targets::all();
+    let all = destinations::targets();
     for name in &sinks {
         if !all.iter().any(|t| runner::selects(name, t.name())) {
             let known: Vec<&str> = all.iter().map(|t| t.name()).collect();
@@ -400,7 +400,7 @@ fn main() -> ExitCode {
             println!(
                 "sinks (--sink takes an id or a prefix ending at '-': `delta` runs delta and delta-s3):"
             );
-            for t in targets::all() {
+            for t in destinations::targets() {
                 println!(
                     "  {:<16} {:<26} {:<34} providers: {}",
                     t.name(),

@@ -16,7 +16,7 @@ use pico_suite::crash::report::{CrashReport, render};
 use pico_suite::crash::shared_broker::SharedBroker;
 use pico_suite::crash::supervisor::runtime_binary;
 use pico_suite::crash::{Bench, Case, CaseResult, Size, run_case, run_control};
-use pico_suite::servers::kafka::Broker;
+use pico_suite::serve::kafka::Broker;
 
 #[derive(Parser)]
 #[command(name = "pico-crash", version, about = "The runtime's crash suite")]

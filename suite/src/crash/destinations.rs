@@ -10,14 +10,15 @@ use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
 
 use pico_sink::Envelope;
 
+use crate::destinations::clickhouse::read_rows as read_clickhouse_rows;
+use crate::destinations::clickhouse::server::ClickHouseServer;
+use crate::destinations::delta::{delta_s3_options, read_delta};
+use crate::destinations::postgres::server::{PgServer, connect};
+use crate::destinations::read::row_from_envelope;
+use crate::destinations::s3::read_objects;
 use crate::provide::first_available;
 use crate::serve::Server;
-use crate::servers::clickhouse::ClickHouseServer;
-use crate::servers::postgres::{PgServer, connect};
-use crate::servers::s3::S3Server;
-use crate::targets::{
-    delta_s3_options, read_clickhouse_rows, read_delta, read_objects, row_from_envelope,
-};
+use crate::serve::s3::S3Server;
 
 /// The sinks the crash suite runs.
 #[derive(

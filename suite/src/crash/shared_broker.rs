@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Case;
-use crate::servers::kafka::Broker;
+use crate::serve::kafka::Broker;
 
 /// The broker of a crash run, shared by the cases that run at once.
 pub struct SharedBroker(RwLock<Broker>);

@@ -7,12 +7,16 @@
 //! served a URL-addressed destination. Imports run one way: [`native`] and [`docker`] import
 //! [`server`] and nothing of each other, [`hosted`] picks between them, [`served`] holds any
 //! [`Server`]. [`reaper`] stops every process started here when the suite ends or is
-//! interrupted. See `docs/architecture.md`.
+//! interrupted. Two servers are shared rather than owned by one destination: [`s3`], the
+//! object store the s3, delta-s3 and iceberg-s3 destinations and the soak write into, and
+//! [`kafka`], the broker pico-kafka runs against in the crash suite and the pipeline benchmark. See `docs/architecture.md`.
 
 pub mod docker;
 pub mod hosted;
+pub mod kafka;
 pub mod native;
 pub mod reaper;
+pub mod s3;
 pub mod served;
 pub mod server;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pico_suite::crash::PARTITIONS;
 use pico_suite::provide::first_available;
-use pico_suite::servers::kafka::Broker;
+use pico_suite::serve::kafka::Broker;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 

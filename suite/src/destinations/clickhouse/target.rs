@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::destinations::clickhouse::server::ClickHouseServer;
 use crate::serve::{Served, ServedDestination, Store};
-use crate::servers::clickhouse::ClickHouseServer;
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{

@@ -4,11 +4,11 @@
 use async_trait::async_trait;
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig};
 
-use crate::servers::postgres::PgServer;
+use crate::destinations::postgres::server::PgServer;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, ServerInfo, Target};
 
-use super::postgres::pg_destination;
+use super::target::pg_destination;
 
 /// The Redshift sink, verified on PostgreSQL.
 pub struct RedshiftTarget;

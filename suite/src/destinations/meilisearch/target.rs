@@ -12,12 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 
+use crate::destinations::read::row_from_document;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::native::BinaryServer;
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
-use crate::targets::row_from_document;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,

@@ -17,7 +17,7 @@ use pico_conformance::provider::ProviderKind;
 use pico_conformance::proxy::FaultProxies;
 use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
-use super::row_from_envelope;
+use crate::destinations::read::row_from_envelope;
 
 /// The HTTP sink against an endpoint with a given key policy.
 pub struct HttpTarget {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use std::io::Read;
 
+use crate::serve::s3::S3Server;
 use crate::serve::{Served, ServedDestination, Store};
-use crate::servers::s3::S3Server;
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
 use pico_conformance::provider::ProviderKind;
@@ -16,7 +16,7 @@ use pico_conformance::target::{
 use pico_sink::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
-use super::row_from_envelope;
+use crate::destinations::read::row_from_envelope;
 
 /// The S3 sink.
 pub struct S3Target;

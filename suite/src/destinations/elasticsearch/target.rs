@@ -9,11 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pico_sink_elasticsearch::{ElasticsearchSink, ElasticsearchSinkConfig};
 
+use crate::destinations::read::rows_from_hits;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
-use crate::targets::rows_from_hits;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,

@@ -12,10 +12,10 @@ use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 use pico_sink_mongodb::{MongoSink, MongoSinkConfig};
 
+use crate::destinations::read::row_from_document;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::{Served, ServedDestination, Store};
-use crate::targets::row_from_document;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use crate::destinations::influxdb::server::{InfluxServer, V2_ORG};
 use crate::serve::{Served, ServedDestination, Server, Store};
-use crate::servers::influxdb::{InfluxServer, V2_ORG};
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{

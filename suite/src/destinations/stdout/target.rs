@@ -15,7 +15,7 @@ use pico_conformance::fault::{FaultMode, FaultState};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
-use super::row_from_envelope;
+use crate::destinations::read::row_from_envelope;
 
 /// The stdout sink, printing into a captured writer.
 pub struct StdoutTarget;

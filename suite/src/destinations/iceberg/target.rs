@@ -16,7 +16,7 @@ use pico_sink_iceberg::{
 use std::collections::HashMap;
 
 use crate::serve::Served;
-use crate::servers::s3::S3Server;
+use crate::serve::s3::S3Server;
 
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{

@@ -1,0 +1,5 @@
+//! Apache Doris (docker or a cluster of yours): the conformance target.
+
+mod target;
+
+pub use target::DorisTarget;

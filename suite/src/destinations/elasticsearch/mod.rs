@@ -1,0 +1,5 @@
+//! Elasticsearch (docker or a cluster of yours): the conformance target.
+
+mod target;
+
+pub use target::ElasticsearchTarget;

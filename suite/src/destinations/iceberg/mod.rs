@@ -1,0 +1,10 @@
+//! Apache Iceberg on a SQLite catalog, with its warehouse on a local directory or on the S3
+//! object store: the conformance targets and the S3 properties of a warehouse.
+
+mod target;
+
+pub(crate) use target::iceberg_s3_properties;
+pub use target::{IcebergS3Target, IcebergTarget};
+
+/// The iceberg-rust version the Iceberg targets and benchmarks run (the lock file's `iceberg`).
+pub const ICEBERG_RUST_VERSION: &str = "0.10.1";

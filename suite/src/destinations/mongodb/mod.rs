@@ -1,0 +1,5 @@
+//! MongoDB (docker or a server of yours): the conformance target.
+
+mod target;
+
+pub use target::MongoTarget;

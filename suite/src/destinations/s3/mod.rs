@@ -1,0 +1,7 @@
+//! An S3 bucket (on the object store of [`crate::serve::s3`]): the conformance target and the
+//! read-back of a prefix that the crash suite shares.
+
+mod target;
+
+pub use target::S3Target;
+pub(crate) use target::read_objects;

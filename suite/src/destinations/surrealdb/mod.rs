@@ -1,0 +1,5 @@
+//! SurrealDB (in-process, docker or a server of yours): the conformance target.
+
+mod target;
+
+pub use target::SurrealTarget;
