@@ -13,5 +13,6 @@ pub mod code_version;
 pub mod crash;
 pub mod destinations;
 pub mod images;
+pub mod measure;
 pub mod provide;
 pub mod serve;

@@ -10,10 +10,10 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::postgres::{RawTable, raw_copy};
 use super::report::{BenchSize, PipelineBench};
 use super::{batch, record};
 use crate::crash::{PARTITIONS, committed};
+use crate::destinations::postgres::bench::{RawTable, raw_copy};
 use crate::destinations::postgres::server::PgServer;
 use crate::provide::first_available;
 use crate::serve::Server;

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use pico_conformance::target::ServerInfo;
 use serde::{Deserialize, Serialize};
 
+pub use crate::measure::{BenchRow, BenchSize, SinkBench};
+
 /// The goals the report checks each run against (from the performance issue).
 pub mod goals {
     /// A replay may cost at most this share of a first write (time).
@@ -22,42 +24,6 @@ pub mod goals {
     /// In the commit-cost soak, the median commit of the last window may cost at most this
     /// many times the median commit of the first.
     pub const SOAK_GROWTH: f64 = 1.5;
-}
-
-/// How large a run was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BenchSize {
-    /// Five repetitions, 100 000 records for the lakehouse volume figures.
-    Full,
-    /// Two repetitions, 20 000 records for the volume figures (CI).
-    Reduced,
-}
-
-impl BenchSize {
-    /// Repetitions per measurement (the median is reported).
-    pub fn reps(self) -> usize {
-        match self {
-            BenchSize::Full => 5,
-            BenchSize::Reduced => 2,
-        }
-    }
-
-    /// Records written through a lakehouse sink for its commits-and-files figures.
-    pub fn volume(self) -> u64 {
-        match self {
-            BenchSize::Full => 100_000,
-            BenchSize::Reduced => 20_000,
-        }
-    }
-
-    /// The size's name.
-    pub fn id(self) -> &'static str {
-        match self {
-            BenchSize::Full => "full",
-            BenchSize::Reduced => "reduced",
-        }
-    }
 }
 
 /// The machine a run measured on.
@@ -100,49 +66,6 @@ impl Machine {
             os,
         }
     }
-}
-
-/// Medians of one batch size: the raw anchor, the sink's first write and its replay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchRow {
-    /// Records per batch.
-    pub records: u64,
-    /// Payload bytes per batch.
-    pub bytes: u64,
-    /// The destination's raw bulk path, milliseconds (median).
-    pub raw_ms: f64,
-    /// The sink's first write of the batch, milliseconds (median).
-    pub first_ms: f64,
-    /// The sink's replay of the same batch, milliseconds (median).
-    pub replay_ms: f64,
-}
-
-impl BenchRow {
-    /// The sink's first-write throughput as a share of the raw anchor's.
-    pub fn first_per_raw(&self) -> f64 {
-        self.raw_ms / self.first_ms
-    }
-
-    /// What a replay costs as a share of a first write (time).
-    pub fn replay_per_first(&self) -> f64 {
-        self.replay_ms / self.first_ms
-    }
-}
-
-/// One sink's measurements.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SinkBench {
-    /// Short sink id (`postgres`, `clickhouse`, …).
-    pub sink: String,
-    /// The server it ran against, with its version.
-    pub server: String,
-    /// What the raw anchor is.
-    pub raw_path: String,
-    /// One row per batch size.
-    pub rows: Vec<BenchRow>,
-    /// Further measured figures (commits and files per volume, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
 }
 
 /// One lakehouse sink through many small commits into one table ([`crate::bench::soak`]).

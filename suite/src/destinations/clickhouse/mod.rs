@@ -1,6 +1,7 @@
-//! ClickHouse: its server ([`server`]), the conformance target, and the read-back of a table
-//! that the crash suite shares.
+//! ClickHouse: its server ([`server`]), the conformance target, the read-back of a table that
+//! the crash suite shares, and the benchmark anchor ([`mod@bench`]).
 
+pub mod bench;
 pub mod server;
 mod target;
 

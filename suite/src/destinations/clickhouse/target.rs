@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::destinations::clickhouse::server::ClickHouseServer;
+use super::server::ClickHouseServer;
 use crate::serve::{Served, ServedDestination, Store};
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;

@@ -1,5 +1,7 @@
-//! InfluxDB: its server ([`server`]) and the conformance target.
+//! InfluxDB: its server ([`server`]), the conformance target and the benchmark anchor
+//! ([`mod@bench`]).
 
+pub mod bench;
 pub mod server;
 mod target;
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::destinations::influxdb::server::{InfluxServer, V2_ORG};
+use super::server::{InfluxServer, V2_ORG};
 use crate::serve::{Served, ServedDestination, Server, Store};
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;

@@ -1,6 +1,7 @@
-//! PostgreSQL: its server ([`server`]), the Postgres target, and the Redshift target, which
-//! runs on the same server standing in for Redshift.
+//! PostgreSQL: its server ([`server`]), the Postgres target, the Redshift target, which runs on
+//! the same server standing in for Redshift, and the benchmark anchors of both ([`mod@bench`]).
 
+pub mod bench;
 mod redshift;
 pub mod server;
 mod target;

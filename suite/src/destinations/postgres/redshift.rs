@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig};
 
-use crate::destinations::postgres::server::PgServer;
+use super::server::PgServer;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, ServerInfo, Target};
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use pico_sink::identity::RecordId;
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 
-use crate::destinations::postgres::server::{PgServer, connect};
+use super::server::{PgServer, connect};
 use crate::serve::{Served, ServedDestination, Server, Store};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{

@@ -1,6 +1,7 @@
-//! An S3 bucket (on the object store of [`crate::serve::s3`]): the conformance target and the
-//! read-back of a prefix that the crash suite shares.
+//! An S3 bucket (on the object store of [`crate::serve::s3`]): the conformance target, the
+//! read-back of a prefix that the crash suite shares, and the benchmark anchor ([`mod@bench`]).
 
+pub mod bench;
 mod target;
 
 pub use target::S3Target;

@@ -5,8 +5,8 @@ use std::time::Instant;
 use aws_sdk_s3::primitives::ByteStream;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
-use super::report::{BenchSize, SinkBench};
-use super::{Sample, batch, compare, time_sink};
+use crate::measure::{BenchSize, SinkBench};
+use crate::measure::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::serve::s3::S3Server;

@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping};
 
-use super::report::{BenchSize, SinkBench};
-use super::{Sample, batch, compare, time_sink};
-use crate::destinations::influxdb::server::InfluxServer;
+use super::server::InfluxServer;
+use crate::measure::{BenchSize, SinkBench};
+use crate::measure::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
 

@@ -10,9 +10,9 @@ use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::report::{BenchSize, SinkBench};
-use super::{Sample, batch, compare, median, time_sink};
-use crate::destinations::postgres::server::{PgServer, connect};
+use super::server::{PgServer, connect};
+use crate::measure::{BenchSize, SinkBench};
+use crate::measure::{Sample, batch, compare, median, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
 
@@ -21,7 +21,7 @@ const RAW: &str = "binary COPY into an unlogged table";
 
 /// The table a raw `COPY` goes into.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum RawTable {
+pub(crate) enum RawTable {
     /// Unlogged, no key: the destination's fastest bulk path (the anchor).
     Unlogged,
     /// Logged, with the sink's primary key: what any durable, keyed table costs (context for
@@ -30,7 +30,7 @@ pub(super) enum RawTable {
 }
 
 /// Raw binary `COPY` of `b` into a new table `table` of the sink's columns, in one transaction.
-pub(super) async fn raw_copy(
+pub(crate) async fn raw_copy(
     url: &str,
     table: &str,
     kind: RawTable,

@@ -5,9 +5,9 @@ use std::time::Instant;
 use pico_sink::Sink;
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 
-use super::report::{BenchSize, SinkBench};
-use super::{Sample, batch, compare, time_sink};
-use crate::destinations::clickhouse::server::ClickHouseServer;
+use super::server::ClickHouseServer;
+use crate::measure::{BenchSize, SinkBench};
+use crate::measure::{Sample, batch, compare, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
 
