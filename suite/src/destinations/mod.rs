@@ -17,6 +17,7 @@ pub mod mongodb;
 pub mod postgres;
 pub mod quickwit;
 pub mod read;
+pub mod runtime;
 pub mod s3;
 pub mod stdout;
 #[cfg(feature = "surrealdb")]

@@ -2,6 +2,7 @@
 //! the crash suite shares, and the benchmark anchor ([`mod@bench`]).
 
 pub mod bench;
+pub mod runtime;
 pub mod server;
 mod target;
 

@@ -1,6 +1,7 @@
 //! Delta Lake on a local directory or on the S3 object store: the conformance targets, the
 //! read-back of a table, and the storage options of a table on S3.
 
+pub mod runtime;
 mod target;
 
 pub(crate) use target::delta_s3_options;

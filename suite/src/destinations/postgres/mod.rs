@@ -3,6 +3,7 @@
 
 pub mod bench;
 mod redshift;
+pub mod runtime;
 pub mod server;
 mod target;
 

@@ -2,6 +2,7 @@
 //! read-back of a prefix that the crash suite shares, and the benchmark anchor ([`mod@bench`]).
 
 pub mod bench;
+pub mod runtime;
 mod target;
 
 pub use target::S3Target;

@@ -1,0 +1,61 @@
+//! [`RuntimeDestination`]: what a destination offers the suites that run pico-kafka against it
+//! (the crash suite): the `[sink]` section of a pipeline file writing into an isolation, and a
+//! read-back of what one topic left there — every row the destination physically holds where it
+//! can say so, not a deduplicated view.
+
+use std::net::SocketAddr;
+
+use async_trait::async_trait;
+use pico_conformance::target::{ReadRow, ServerInfo};
+
+/// What a destination holds for one topic.
+#[derive(Debug, Default)]
+pub struct Stored {
+    /// Every visible row (for ClickHouse the `FINAL` view; elsewhere every physical row).
+    pub rows: Vec<ReadRow>,
+    /// Rows physically stored where the visible view collapses them (ClickHouse before a
+    /// merge), with whether merges were stopped so that none collapsed.
+    pub physical: Option<(u64, bool)>,
+    /// Something worth a note (objects, table version).
+    pub note: Option<String>,
+}
+
+/// A started (or connected) destination pico-kafka writes into.
+#[async_trait]
+pub trait RuntimeDestination: Send + Sync {
+    /// Name and version of the server.
+    async fn info(&self) -> ServerInfo;
+    /// The address the runtime's sink connects to (a fault proxy goes in front of it).
+    fn upstream(&self) -> Result<SocketAddr, String>;
+    /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).
+    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String>;
+    /// What `isolation` holds for `topic`.
+    async fn read(&self, isolation: &str, topic: &str) -> Result<Stored, String>;
+    /// Stops what was started.
+    async fn stop(self: Box<Self>) -> Result<(), String>;
+}
+
+/// The socket address of `url`'s authority (`http://127.0.0.1:8123/…` → `127.0.0.1:8123`).
+pub(crate) fn url_addr(url: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let authority = url
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .ok_or_else(|| format!("{url}: no host"))?;
+    authority
+        .to_socket_addrs()
+        .map_err(|e| format!("{url}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{url} does not resolve"))
+}
+
+/// `s` as a TOML basic string.
+pub(crate) fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// An isolation's table name (`crash-kill-1f2e` → `crash_kill_1f2e`).
+pub(crate) fn table_of(isolation: &str) -> String {
+    isolation.replace('-', "_")
+}
