@@ -1,5 +1,6 @@
-//! ClickHouse: its server ([`server`]), the conformance target, the read-back of a table that
-//! the crash suite shares, and the benchmark anchor ([`mod@bench`]).
+//! ClickHouse: its server ([`server`]), the conformance target, the read-back of a table, the
+//! destination pico-kafka writes into in the crash suite ([`runtime`]) and the benchmark anchor
+//! ([`mod@bench`]).
 
 pub mod bench;
 pub mod runtime;

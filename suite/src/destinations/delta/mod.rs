@@ -1,5 +1,6 @@
 //! Delta Lake on a local directory or on the S3 object store: the conformance targets, the
-//! read-back of a table, and the storage options of a table on S3.
+//! read-back of a table, the storage options of a table on S3, and the Delta-on-S3 destination
+//! pico-kafka writes into in the crash suite ([`runtime`]).
 
 pub mod runtime;
 mod target;

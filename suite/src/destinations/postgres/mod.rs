@@ -1,5 +1,6 @@
 //! PostgreSQL: its server ([`server`]), the Postgres target, the Redshift target, which runs on
-//! the same server standing in for Redshift, and the benchmark anchors of both ([`mod@bench`]).
+//! the same server standing in for Redshift, the destination pico-kafka writes into in the
+//! crash suite ([`runtime`]) and the benchmark anchors ([`mod@bench`]).
 
 pub mod bench;
 mod redshift;

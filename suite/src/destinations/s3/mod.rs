@@ -1,5 +1,6 @@
 //! An S3 bucket (on the object store of [`crate::serve::s3`]): the conformance target, the
-//! read-back of a prefix that the crash suite shares, and the benchmark anchor ([`mod@bench`]).
+//! read-back of a prefix, the destination pico-kafka writes into in the crash suite
+//! ([`runtime`]) and the benchmark anchor ([`mod@bench`]).
 
 pub mod bench;
 pub mod runtime;
