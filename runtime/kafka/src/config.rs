@@ -186,6 +186,10 @@ pub struct RetrySettings {
     pub initial_backoff_ms: u64,
     /// Longest backoff, ms.
     pub max_backoff_ms: u64,
+    /// Whether each wait is drawn at random between half its backoff and the backoff (default
+    /// `true`), so that the partitions and processes an outage stopped do not all come back at
+    /// the same instant; `false` waits the backoff exactly.
+    pub jitter: bool,
     /// How long a refused offset commit is retried (same backoff) before the pipeline stops
     /// with an error (exit code 2) and resumes, restarted, from the committed offset. The
     /// partition delivers nothing else meanwhile, so a broker outage repeats at most the one
@@ -203,6 +207,7 @@ impl Default for RetrySettings {
             max_attempts: 5,
             initial_backoff_ms: 200,
             max_backoff_ms: 5_000,
+            jitter: true,
             commit_timeout_ms: 120_000,
             max_retry_duration_ms: None,
         }
@@ -212,10 +217,12 @@ impl Default for RetrySettings {
 impl RetrySettings {
     /// As the driver's policy.
     pub fn policy(&self) -> pico_sink::RetryPolicy {
-        pico_sink::RetryPolicy::attempts(self.max_attempts).with_backoff(
-            Duration::from_millis(self.initial_backoff_ms),
-            Duration::from_millis(self.max_backoff_ms),
-        )
+        pico_sink::RetryPolicy::attempts(self.max_attempts)
+            .with_backoff(
+                Duration::from_millis(self.initial_backoff_ms),
+                Duration::from_millis(self.max_backoff_ms),
+            )
+            .with_jitter(self.jitter)
     }
 
     /// How long a refused offset commit is retried.
@@ -388,6 +395,37 @@ mod tests {
             "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
         );
         assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn the_retry_backoff_and_its_jitter_come_from_the_file() {
+        let file = |retry: &str| {
+            Pipeline::from_toml(&format!(
+                "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\n[sink]\nkind = \"stdout\"\n{retry}"
+            ))
+        };
+        let default = file("").unwrap_or_else(|e| panic!("{e}"));
+        let (low, high) = default.retry.policy().backoff_range(10);
+        assert_eq!(
+            (low, high),
+            (Duration::from_millis(2_500), Duration::from_secs(5))
+        );
+
+        let exact =
+            file("[retry]\ninitial_backoff_ms = 100\nmax_backoff_ms = 800\njitter = false\n")
+                .unwrap_or_else(|e| panic!("{e}"));
+        let policy = exact.retry.policy();
+        assert_eq!(
+            policy.backoff_range(1),
+            (Duration::from_millis(100), Duration::from_millis(100))
+        );
+        assert_eq!(
+            policy.backoff_range(10),
+            (Duration::from_millis(800), Duration::from_millis(800))
+        );
+
+        let typo = file("[retry]\njiter = false\n");
+        assert!(matches!(typo, Err(e) if e.to_string().contains("jiter")));
     }
 
     #[test]
