@@ -206,7 +206,7 @@ async fn broker(kind: Option<ProviderKind>) -> Result<Broker, String> {
 }
 
 async fn run(cli: Cli) -> Result<bool, String> {
-    let sinks = pick(&cli.sinks, &CrashSink::ALL, CrashSink::id)?;
+    let sinks = pick(&cli.sinks, &CrashSink::all(), CrashSink::id)?;
     let cases = pick(&cli.cases, &Case::ALL, Case::id)?;
     let size = if cli.reduced {
         Size::REDUCED

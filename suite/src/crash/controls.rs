@@ -32,7 +32,7 @@ impl Control {
     ];
 
     /// The sink the controls run against: keyed, so a loss is never hidden by a duplicate.
-    pub const SINK: CrashSink = CrashSink::Postgres;
+    pub const SINK: CrashSink = CrashSink::POSTGRES;
 
     /// The case the controls run: kills land where a broken commit order loses records.
     pub const CASE: Case = Case::Kill;

@@ -8,57 +8,89 @@ use std::sync::Arc;
 use pico_conformance::proxy::{FaultProxies, FaultProxy};
 use pico_conformance::target::{PayloadForm, ReadRow, ServerInfo, payload_checksum};
 
-use crate::destinations::clickhouse::runtime::ChRuntime;
-use crate::destinations::delta::runtime::DeltaS3Runtime;
-use crate::destinations::http::runtime::HttpRuntime;
-use crate::destinations::postgres::runtime::PgRuntime;
-use crate::destinations::runtime::RuntimeDestination;
-use crate::destinations::s3::runtime::S3Runtime;
+use crate::destinations::RUNTIMES;
+use crate::destinations::runtime::{Runtime, RuntimeDestination};
 
-/// The sinks the crash suite runs.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum CrashSink {
-    /// Upsert on the identity.
-    Postgres,
-    /// ReplacingMergeTree with a watermark (read with FINAL).
-    Clickhouse,
-    /// One object per batch, conditional PUT, LIST watermark.
-    S3,
-    /// Delta on S3: a txn watermark in every commit.
-    DeltaS3,
-    /// The key-honouring HTTP endpoint: one Idempotency-Key per batch.
-    Http,
-}
+/// A sink the crash suite runs: a handle on its entry in [`RUNTIMES`], the one list of them.
+#[derive(Clone, Copy)]
+pub struct CrashSink(&'static Runtime);
 
 impl CrashSink {
+    /// PostgreSQL, the sink the controls run against (the first entry of [`RUNTIMES`]).
+    pub const POSTGRES: CrashSink = CrashSink(&RUNTIMES[0]);
+
     /// Every sink, in report order.
-    pub const ALL: [CrashSink; 5] = [
-        CrashSink::Postgres,
-        CrashSink::Clickhouse,
-        CrashSink::S3,
-        CrashSink::DeltaS3,
-        CrashSink::Http,
-    ];
+    pub fn all() -> Vec<CrashSink> {
+        RUNTIMES.iter().map(CrashSink).collect()
+    }
+
+    /// The sink whose id is `id` (`postgres`, `http-honouring`).
+    pub fn named(id: &str) -> Option<CrashSink> {
+        RUNTIMES.iter().find(|r| r.id == id).map(CrashSink)
+    }
 
     /// The id on the command line and in the report.
     pub fn id(self) -> &'static str {
-        match self {
-            CrashSink::Postgres => "postgres",
-            CrashSink::Clickhouse => "clickhouse",
-            CrashSink::S3 => "s3",
-            CrashSink::DeltaS3 => "delta-s3",
-            CrashSink::Http => "http-honouring",
-        }
+        self.0.id
     }
 
     /// Whether a replay leaves no visible duplicate (the sink dedupes on the record identity
     /// or a watermark); otherwise a replay with other batch boundaries repeats records, at most
     /// one batch per interruption.
     pub fn keyed(self) -> bool {
-        !matches!(self, CrashSink::Http)
+        self.0.keyed
+    }
+
+    /// Its place in [`RUNTIMES`]: report order. By id, which is unique: the list is a `const`,
+    /// so two references to one entry need not be one address.
+    fn position(self) -> usize {
+        RUNTIMES
+            .iter()
+            .position(|r| r.id == self.0.id)
+            .unwrap_or(usize::MAX)
+    }
+}
+
+impl std::fmt::Debug for CrashSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.id)
+    }
+}
+
+impl PartialEq for CrashSink {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for CrashSink {}
+
+impl PartialOrd for CrashSink {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for CrashSink {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.position().cmp(&other.position())
+    }
+}
+
+impl serde::Serialize for CrashSink {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.serde_name)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CrashSink {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        RUNTIMES
+            .iter()
+            .find(|r| r.serde_name == name)
+            .map(CrashSink)
+            .ok_or_else(|| serde::de::Error::custom(format!("no crash-suite sink named {name:?}")))
     }
 }
 
@@ -106,13 +138,7 @@ pub struct CrashDestination(Box<dyn RuntimeDestination>);
 impl CrashDestination {
     /// Starts (or connects to) the server of `sink`.
     pub async fn provide(sink: CrashSink) -> Result<Self, String> {
-        Ok(Self(match sink {
-            CrashSink::Postgres => Box::new(PgRuntime::provide().await?),
-            CrashSink::Clickhouse => Box::new(ChRuntime::provide().await?),
-            CrashSink::S3 => Box::new(S3Runtime::provide().await?),
-            CrashSink::DeltaS3 => Box::new(DeltaS3Runtime::provide().await?),
-            CrashSink::Http => Box::new(HttpRuntime::provide().await?),
-        }))
+        Ok(Self((sink.0.provide)().await?))
     }
 
     /// Name and version of the server.
@@ -143,5 +169,29 @@ impl CrashDestination {
     /// Stops what was started.
     pub async fn stop(self) -> Result<(), String> {
         self.0.stop().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sinks_keep_their_ids_order_and_report_names() {
+        let ids: Vec<&str> = CrashSink::all().iter().map(|s| s.id()).collect();
+        assert_eq!(
+            ids,
+            ["postgres", "clickhouse", "s3", "delta-s3", "http-honouring"]
+        );
+        let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), ids.len(), "ids are unique");
+        assert_eq!(CrashSink::POSTGRES.id(), "postgres");
+        let http = CrashSink::named("http-honouring").unwrap();
+        assert!(!http.keyed() && CrashSink::POSTGRES.keyed());
+        assert!(CrashSink::POSTGRES < http);
+        assert_eq!(serde_json::to_string(&http).unwrap(), "\"http\"");
+        let back: CrashSink = serde_json::from_str("\"delta-s3\"").unwrap();
+        assert_eq!(back.id(), "delta-s3");
+        assert!(serde_json::from_str::<CrashSink>("\"mongodb\"").is_err());
     }
 }

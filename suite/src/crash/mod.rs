@@ -1190,16 +1190,16 @@ mod tests {
                 Vec::new(),
             )
         };
-        let within = judged(CrashSink::Http, 3);
+        let within = judged(CrashSink::named("http-honouring").unwrap(), 3);
         assert_eq!((within.duplicates, within.duplicate_bound), (3, 3));
         assert!(within.verdict.is_ok(), "{:?}", within.verdict);
-        let beyond = judged(CrashSink::Http, 4);
+        let beyond = judged(CrashSink::named("http-honouring").unwrap(), 4);
         let why = beyond.verdict.unwrap_err();
         assert!(
             why.contains("4 visible duplicates, above the bound of 3"),
             "{why}"
         );
-        assert!(judged(CrashSink::Postgres, 1).verdict.is_err());
+        assert!(judged(CrashSink::POSTGRES, 1).verdict.is_err());
     }
 
     #[test]

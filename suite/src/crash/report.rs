@@ -284,7 +284,7 @@ pub fn render(report: &CrashReport) -> String {
         rule.push_str("---|");
     }
     let _ = writeln!(md, "{header}\n{rule}");
-    for sink in CrashSink::ALL {
+    for sink in CrashSink::all() {
         if !report.results.iter().any(|r| r.sink == sink) {
             continue;
         }

@@ -25,6 +25,8 @@ pub mod surrealdb;
 
 use pico_conformance::target::Target;
 
+use runtime::{Runtime, boxed};
+
 /// Every conformance target, in table order.
 pub fn targets() -> Vec<Box<dyn Target>> {
     vec![
@@ -49,3 +51,37 @@ pub fn targets() -> Vec<Box<dyn Target>> {
         Box::new(doris::DorisTarget),
     ]
 }
+
+/// Every destination the crash suite runs pico-kafka against, in report order.
+pub const RUNTIMES: &[Runtime] = &[
+    Runtime {
+        id: "postgres",
+        serde_name: "postgres",
+        keyed: true,
+        provide: || boxed(postgres::runtime::PgRuntime::provide),
+    },
+    Runtime {
+        id: "clickhouse",
+        serde_name: "clickhouse",
+        keyed: true,
+        provide: || boxed(clickhouse::runtime::ChRuntime::provide),
+    },
+    Runtime {
+        id: "s3",
+        serde_name: "s3",
+        keyed: true,
+        provide: || boxed(s3::runtime::S3Runtime::provide),
+    },
+    Runtime {
+        id: "delta-s3",
+        serde_name: "delta-s3",
+        keyed: true,
+        provide: || boxed(delta::runtime::DeltaS3Runtime::provide),
+    },
+    Runtime {
+        id: "http-honouring",
+        serde_name: "http",
+        keyed: false,
+        provide: || boxed(http::runtime::HttpRuntime::provide),
+    },
+];

@@ -3,7 +3,9 @@
 //! read-back of what one topic left there — every row the destination physically holds where it
 //! can say so, not a deduplicated view.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 
 use async_trait::async_trait;
 use pico_conformance::target::{ReadRow, ServerInfo};
@@ -33,6 +35,42 @@ pub trait RuntimeDestination: Send + Sync {
     async fn read(&self, isolation: &str, topic: &str) -> Result<Stored, String>;
     /// Stops what was started.
     async fn stop(self: Box<Self>) -> Result<(), String>;
+}
+
+/// A destination being started (or connected to) for pico-kafka.
+pub type Providing =
+    Pin<Box<dyn Future<Output = Result<Box<dyn RuntimeDestination>, String>> + Send>>;
+
+/// Starts (or connects to) a destination for pico-kafka.
+pub type Provide = fn() -> Providing;
+
+/// A destination the crash suite runs pico-kafka against: one entry of
+/// [`crate::destinations::RUNTIMES`].
+#[derive(Debug)]
+pub struct Runtime {
+    /// Its id on the command line and in the crash report (`http-honouring`).
+    pub id: &'static str,
+    /// Its name in the crash report's JSON (`http`), which committed reports already use.
+    pub serde_name: &'static str,
+    /// Whether a replay leaves no visible duplicate (the sink dedupes on the record identity
+    /// or a watermark); otherwise a replay with other batch boundaries repeats records, at most
+    /// what was in flight at each interruption.
+    pub keyed: bool,
+    /// How to start it.
+    pub provide: Provide,
+}
+
+/// [`Provide`] of a destination whose `provide` returns `D`.
+pub(crate) fn boxed<D, F>(provide: fn() -> F) -> Providing
+where
+    D: RuntimeDestination + 'static,
+    F: Future<Output = Result<D, String>> + Send + 'static,
+{
+    Box::pin(async move {
+        provide()
+            .await
+            .map(|d| Box::new(d) as Box<dyn RuntimeDestination>)
+    })
 }
 
 /// The socket address of `url`'s authority (`http://127.0.0.1:8123/…` → `127.0.0.1:8123`).
