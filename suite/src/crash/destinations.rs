@@ -148,7 +148,7 @@ impl CrashDestination {
 
     /// A proxy in front of the destination.
     pub async fn proxy(&self, proxies: &FaultProxies) -> Result<Arc<FaultProxy>, String> {
-        proxies.in_front_of(self.0.upstream()?).await
+        proxies.in_front_of_url(&self.0.upstream()?).await
     }
 
     /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).

@@ -27,8 +27,9 @@ pub struct Stored {
 pub trait RuntimeDestination: Send + Sync {
     /// Name and version of the server.
     async fn info(&self) -> ServerInfo;
-    /// The address the runtime's sink connects to (a fault proxy goes in front of it).
-    fn upstream(&self) -> Result<SocketAddr, String>;
+    /// The URL of what the runtime's sink connects to (a fault proxy goes in front of it):
+    /// only its host and port count.
+    fn upstream(&self) -> Result<String, String>;
     /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String>;
     /// What `isolation` holds for `topic`.
@@ -71,21 +72,6 @@ where
             .await
             .map(|d| Box::new(d) as Box<dyn RuntimeDestination>)
     })
-}
-
-/// The socket address of `url`'s authority (`http://127.0.0.1:8123/…` → `127.0.0.1:8123`).
-pub(crate) fn url_addr(url: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let authority = url
-        .split("://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .ok_or_else(|| format!("{url}: no host"))?;
-    authority
-        .to_socket_addrs()
-        .map_err(|e| format!("{url}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{url} does not resolve"))
 }
 
 /// `s` as a TOML basic string.

@@ -8,7 +8,7 @@ use pico_conformance::target::ServerInfo;
 
 use super::read_rows;
 use super::server::ClickHouseServer;
-use crate::destinations::runtime::{RuntimeDestination, Stored, table_of, toml_string, url_addr};
+use crate::destinations::runtime::{RuntimeDestination, Stored, table_of, toml_string};
 use crate::provide::first_available;
 use crate::serve::Server;
 
@@ -37,8 +37,8 @@ impl RuntimeDestination for ChRuntime {
         self.0.info().await
     }
 
-    fn upstream(&self) -> Result<SocketAddr, String> {
-        url_addr(self.0.url())
+    fn upstream(&self) -> Result<String, String> {
+        Ok(self.0.url().to_owned())
     }
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {

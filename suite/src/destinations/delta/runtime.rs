@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use pico_conformance::target::ServerInfo;
 
 use super::{delta_s3_options, read_delta};
-use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string, url_addr};
+use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string};
 use crate::destinations::s3::runtime::{BUCKET, provide_store};
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
@@ -28,8 +28,8 @@ impl RuntimeDestination for DeltaS3Runtime {
         self.0.info()
     }
 
-    fn upstream(&self) -> Result<SocketAddr, String> {
-        url_addr(self.0.url())
+    fn upstream(&self) -> Result<String, String> {
+        Ok(self.0.url().to_owned())
     }
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {

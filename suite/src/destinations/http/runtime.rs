@@ -33,8 +33,8 @@ impl RuntimeDestination for HttpRuntime {
         }
     }
 
-    fn upstream(&self) -> Result<SocketAddr, String> {
-        Ok(self.0.addr())
+    fn upstream(&self) -> Result<String, String> {
+        Ok(format!("http://{}", self.0.addr()))
     }
 
     fn sink_toml(&self, _isolation: &str, via: SocketAddr) -> Result<String, String> {

@@ -27,8 +27,8 @@ impl RuntimeDestination for PgRuntime {
         self.0.info().await
     }
 
-    fn upstream(&self) -> Result<SocketAddr, String> {
-        self.0.socket_addr()
+    fn upstream(&self) -> Result<String, String> {
+        Ok(format!("tcp://{}", self.0.socket_addr()?))
     }
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {

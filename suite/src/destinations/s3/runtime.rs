@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use pico_conformance::target::ServerInfo;
 
 use super::read_objects;
-use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string, url_addr};
+use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string};
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
@@ -39,8 +39,8 @@ impl RuntimeDestination for S3Runtime {
         self.0.info()
     }
 
-    fn upstream(&self) -> Result<SocketAddr, String> {
-        url_addr(self.0.url())
+    fn upstream(&self) -> Result<String, String> {
+        Ok(self.0.url().to_owned())
     }
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
