@@ -2,14 +2,15 @@
 //! Kafka through docker, or `PICO_KAFKA_BROKERS`): a destination that answers `Retryable` for
 //! longer than a round of attempts is an operating state. `run` keeps going through it and, once
 //! the destination is back, every partition is committed to its end (read back from the broker);
-//! with `retry.max_retry_duration_ms` set it gives up. Where no broker can be provided, the test
+//! with `retry.max_retry_duration_ms` set it gives up. The same holds for a destination already
+//! down when `run` opens the sink. Where no broker can be provided, the test
 //! prints a loud SKIPPED line.
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,33 +27,42 @@ const PER_PARTITION: u64 = 40;
 /// Attempts per round, and the longest backoff: a round takes well under a second.
 const RETRY: &str = "[retry]\nmax_attempts = 3\ninitial_backoff_ms = 50\nmax_backoff_ms = 300\n";
 
-/// A stdout sink into memory whose destination is down for `outage` from its first `consume`:
-/// every `consume` meanwhile fails with `Retryable`, and is counted.
-struct DownAtFirst {
+/// Where the destination's outage shows: when the sink is opened, or when a batch is consumed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DownAt {
+    Open,
+    Consume,
+}
+
+/// A stdout sink into memory whose destination is down for `outage` from the first call that
+/// `at` names: every such call meanwhile fails with `Retryable`, and is counted. Like a real
+/// sink, it refuses to consume before it was opened.
+struct Down {
     inner: StdoutSink<Vec<u8>>,
+    at: DownAt,
     outage: Duration,
     down_since: Mutex<Option<Instant>>,
     refused: AtomicU64,
+    opened: AtomicBool,
 }
 
-impl DownAtFirst {
-    fn new(outage: Duration) -> Self {
+impl Down {
+    fn new(at: DownAt, outage: Duration) -> Self {
         Self {
             inner: StdoutSink::to_writer(Vec::new(), Scope::default()),
+            at,
             outage,
             down_since: Mutex::new(None),
             refused: AtomicU64::new(0),
+            opened: AtomicBool::new(false),
         }
     }
-}
 
-#[async_trait]
-impl Sink for DownAtFirst {
-    async fn open(&self) -> Result<(), SinkError> {
-        self.inner.open().await
-    }
-
-    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+    /// `Err` while the outage lasts, for a call at `at`.
+    fn check(&self, at: DownAt) -> Result<(), SinkError> {
+        if at != self.at {
+            return Ok(());
+        }
         let since = *self
             .down_since
             .lock()
@@ -62,6 +72,24 @@ impl Sink for DownAtFirst {
             self.refused.fetch_add(1, Ordering::SeqCst);
             return Err(SinkError::retryable("test: the destination is down"));
         }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Sink for Down {
+    async fn open(&self) -> Result<(), SinkError> {
+        self.check(DownAt::Open)?;
+        self.inner.open().await?;
+        self.opened.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        if !self.opened.load(Ordering::SeqCst) {
+            return Err(SinkError::fatal("test: consume before the sink was opened"));
+        }
+        self.check(DownAt::Consume)?;
         self.inner.consume(batch).await
     }
 
@@ -90,12 +118,14 @@ async fn prepared(
     Some((broker, topic, group, pipeline))
 }
 
-#[tokio::test]
-async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_committed() {
-    let Some((broker, topic, group, pipeline)) = prepared("outage", "").await else {
+/// Runs the pipeline over a destination down at `at` for 6 s, until every partition is
+/// committed to its end; asserts the run drained, the outage outlasted a round of attempts, and
+/// every offset reached its end (read back from the broker).
+async fn rides_out(name: &str, at: DownAt, more_than: u64) {
+    let Some((broker, topic, group, pipeline)) = prepared(name, "").await else {
         return;
     };
-    let sink = Arc::new(DownAtFirst::new(Duration::from_secs(6)));
+    let sink = Arc::new(Down::new(at, Duration::from_secs(6)));
     // Drains once every partition is committed to its end (or after 90 s).
     let shutdown = {
         let (brokers, group, topic) = (broker.brokers.clone(), group.clone(), topic.clone());
@@ -119,19 +149,39 @@ async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_
     .unwrap();
     let refused = sink.refused.load(Ordering::SeqCst);
     let offsets = committed(&broker.brokers, &group, &topic).await.unwrap();
-    eprintln!("exit {exit:?}; {refused} consumes refused during the outage; committed {offsets:?}");
+    eprintln!("exit {exit:?}; {refused} calls refused during the outage; committed {offsets:?}");
     assert!(
         matches!(exit, Exit::Drained),
         "an outage must not end the run: {exit:?}"
     );
     assert!(
-        refused > 3 * u64::try_from(PARTITIONS).unwrap(),
-        "the outage lasted no longer than a round of attempts per partition: {refused} refused"
+        refused > more_than,
+        "the outage lasted no longer than a round of attempts: {refused} refused"
+    );
+    assert_eq!(
+        offsets.len(),
+        usize::try_from(PARTITIONS).unwrap(),
+        "{offsets:?}"
     );
     for (p, offset) in &offsets {
         assert_eq!(*offset, PER_PARTITION, "partition {p}: {offsets:?}");
     }
     broker.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_outage_longer_than_a_round_of_attempts_is_ridden_out_and_everything_committed() {
+    rides_out(
+        "outage",
+        DownAt::Consume,
+        3 * u64::try_from(PARTITIONS).unwrap(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_destination_down_at_start_is_ridden_out_by_opening_again() {
+    rides_out("outage-open", DownAt::Open, 3).await;
 }
 
 #[tokio::test]
@@ -141,7 +191,7 @@ async fn an_outage_past_max_retry_duration_ends_the_run_with_gave_up() {
     else {
         return;
     };
-    let sink = Arc::new(DownAtFirst::new(Duration::from_secs(600)));
+    let sink = Arc::new(Down::new(DownAt::Consume, Duration::from_secs(600)));
     let started = Instant::now();
     let exit = tokio::time::timeout(
         Duration::from_secs(60),
@@ -159,6 +209,43 @@ async fn an_outage_past_max_retry_duration_ends_the_run_with_gave_up() {
         panic!("an outage past max_retry_duration_ms ends the run with GaveUp, got {exit:?}");
     };
     assert!(why.contains("the destination is down"), "{why}");
+    assert!(
+        offsets.values().all(|o| *o == 0),
+        "nothing was delivered, nothing may be committed: {offsets:?}"
+    );
+    broker.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_destination_down_at_start_past_max_retry_duration_ends_the_run_with_gave_up() {
+    let Some((broker, topic, group, pipeline)) =
+        prepared("outage-open-limit", "max_retry_duration_ms = 2000\n").await
+    else {
+        return;
+    };
+    let sink = Arc::new(Down::new(DownAt::Open, Duration::from_secs(600)));
+    let started = Instant::now();
+    let exit = tokio::time::timeout(
+        Duration::from_secs(60),
+        pico_kafka::run(&pipeline, sink.clone(), std::future::pending()),
+    )
+    .await
+    .expect("run did not give up within 60 s of an outage with max_retry_duration_ms = 2000")
+    .unwrap();
+    let refused = sink.refused.load(Ordering::SeqCst);
+    let offsets = committed(&broker.brokers, &group, &topic).await.unwrap();
+    eprintln!(
+        "exit {exit:?} after {:?}; {refused} opens refused; committed {offsets:?}",
+        started.elapsed()
+    );
+    let Exit::GaveUp(why) = &exit else {
+        panic!(
+            "an outage at open past max_retry_duration_ms ends the run with GaveUp, got {exit:?}"
+        );
+    };
+    assert!(why.contains("opening the sink"), "{why}");
+    assert!(why.contains("the destination is down"), "{why}");
+    assert!(refused > 3, "more than one round of attempts: {refused}");
     assert!(
         offsets.values().all(|o| *o == 0),
         "nothing was delivered, nothing may be committed: {offsets:?}"

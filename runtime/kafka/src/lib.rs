@@ -22,6 +22,7 @@ pub mod config;
 mod fence;
 #[cfg(feature = "mutants")]
 pub mod mutants;
+mod outage;
 mod pending;
 pub mod runtime;
 pub mod sinks;

@@ -14,6 +14,8 @@
 //!   back behind the next owner's. On assign, librdkafka resumes from the committed offset.
 //! * **Back-pressure**: each worker takes one batch in flight and one queued; a partition
 //!   whose buffer grows past four batches is paused at the broker until it drains.
+//! * **Opening**: the sink is opened before the consumer joins the group; a destination down
+//!   at start is ridden out the same way as below, with no partition held meanwhile.
 //! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
 //!   and is delivered again, its partitions kept and the process polling, for as long as the
 //!   destination is down (or `retry.max_retry_duration_ms`); no restart, no rebalance.
@@ -55,6 +57,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
 use crate::fence::CommitFence;
+use crate::outage::{Outage, open_through_outage};
 use crate::pending::Pending;
 use crate::tracker::Progress;
 
@@ -412,36 +415,35 @@ async fn deliver_through_outage(
     hooks: &mut PartitionHooks,
     kit: &WorkerKit,
 ) -> Result<Delivered, DriverError> {
-    let mut outage: Option<Instant> = None;
-    let (mut rounds, mut attempts) = (0u32, 0u32);
+    let mut outage: Option<Outage> = None;
     loop {
         let delivered = driver.deliver(batch, hooks).await;
-        let last = match delivered {
-            Err(DriverError::GaveUp {
-                attempts: made,
-                last,
-            }) => {
-                attempts = attempts.saturating_add(made);
-                last
-            }
+        let (made, last) = match delivered {
+            Err(DriverError::GaveUp { attempts, last }) => (attempts, last),
             _ => {
-                if let (Ok(_), Some(since)) = (&delivered, outage) {
-                    info!(batch = %batch.id(), failed_rounds = rounds, outage_s = since.elapsed().as_secs(), "destination back: batch delivered");
+                if let (Ok(_), Some(o)) = (&delivered, &outage) {
+                    info!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), "destination back: batch delivered");
                 }
                 return delivered;
             }
         };
-        let since = *outage.get_or_insert_with(Instant::now);
-        let over = kit
-            .max_retry_duration
-            .is_some_and(|max| since.elapsed() >= max);
+        let o = match &mut outage {
+            Some(o) => {
+                o.failed_again(made);
+                o
+            }
+            None => outage.insert(Outage::begin(made, kit.max_retry_duration)),
+        };
+        let over = o.past_limit();
         if over || kit.shared.draining.load(Ordering::SeqCst) {
-            error!(batch = %batch.id(), attempts, outage_s = since.elapsed().as_secs(), max_retry_duration = ?kit.max_retry_duration, draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
-            return Err(DriverError::GaveUp { attempts, last });
+            error!(batch = %batch.id(), attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
+            return Err(DriverError::GaveUp {
+                attempts: o.attempts(),
+                last,
+            });
         }
-        rounds += 1;
-        let wait = kit.policy.delay(u32::MAX, &last);
-        warn!(batch = %batch.id(), failed_rounds = rounds, outage_s = since.elapsed().as_secs(), ?wait, error = %error_chain(&last), "destination unavailable: the partition keeps the batch and delivers it again after the wait");
+        let wait = Outage::wait(&kit.policy, &last);
+        warn!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), ?wait, error = %error_chain(&last), "destination unavailable: the partition keeps the batch and delivers it again after the wait");
         tokio::time::sleep(wait).await;
         driver.reset();
     }
@@ -491,12 +493,24 @@ fn dead_letter_config(pipeline: &Pipeline, dlq: &DeadLetterSettings) -> ClientCo
     config
 }
 
-/// Runs the pipeline until `shutdown` completes (then drains) or a batch cannot be delivered.
+/// Opens the sink (riding out a destination that is down, before joining the group), then runs
+/// the pipeline until `shutdown` completes (then drains) or a batch cannot be delivered.
 pub async fn run(
     pipeline: &Pipeline,
     sink: Arc<dyn Sink>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit, StartError> {
+    tokio::pin!(shutdown);
+    let opened = open_through_outage(
+        sink.clone(),
+        pipeline.retry.policy(),
+        pipeline.retry.max_retry_duration(),
+        shutdown.as_mut(),
+    )
+    .await;
+    if let Err(exit) = opened {
+        return Ok(exit);
+    }
     let shared = Arc::new(Shared::default());
     let consumer: Arc<Kafka> =
         Arc::new(consumer_config(pipeline).create_with_context(Context {
@@ -539,7 +553,6 @@ pub async fn run(
     let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
     let progress_every = Duration::from_secs(pipeline.kafka.progress_secs.max(1));
     let mut last_progress = Instant::now();
-    tokio::pin!(shutdown);
     let ended = loop {
         tokio::select! {
             biased;

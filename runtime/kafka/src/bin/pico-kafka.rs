@@ -139,15 +139,8 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    let ended = runtime.block_on(async {
-        let opened = pico_sink::Driver::with_policy(sink.clone(), pipeline.retry.policy())
-            .open()
-            .await;
-        if let Err(e) = opened {
-            return Ok(Exit::GaveUp(format!("opening the sink: {e}")));
-        }
-        pico_kafka::run(&pipeline, sink.clone(), shutdown_signal()).await
-    });
+    // `run` opens the sink first, riding out a destination that is down at start.
+    let ended = runtime.block_on(pico_kafka::run(&pipeline, sink.clone(), shutdown_signal()));
     match ended {
         Ok(exit) => {
             match &exit {

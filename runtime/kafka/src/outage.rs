@@ -1,0 +1,155 @@
+//! A destination outage as an operating state: the clock of one outage (when its first round
+//! of attempts failed, how many rounds failed since, whether the operator's
+//! `retry.max_retry_duration_ms` has passed), and opening the sink through one.
+//!
+//! The same rule holds when the sink is opened and when a batch is delivered: a round of
+//! attempts (the driver's policy) that failed with `Retryable` is followed by the longest
+//! backoff (with jitter, or the destination's `Retry-After`) and another round, until the
+//! destination answers, the limit passes, or the operator asks to stop. Only a `Fatal` error
+//! ends it at once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pico_sink::{Driver, DriverError, RetryPolicy, Sink, SinkError, error_chain};
+use tracing::{error, info, warn};
+
+use crate::runtime::Exit;
+
+/// One outage: from the first failed round of attempts until the destination answers.
+pub(crate) struct Outage {
+    since: Instant,
+    rounds: u32,
+    attempts: u32,
+    limit: Option<Duration>,
+}
+
+impl Outage {
+    /// An outage whose first round of `attempts` just failed, bounded by `limit`
+    /// (`retry.max_retry_duration_ms`; `None`: unbounded).
+    pub(crate) fn begin(attempts: u32, limit: Option<Duration>) -> Self {
+        Self {
+            since: Instant::now(),
+            rounds: 1,
+            attempts,
+            limit,
+        }
+    }
+
+    /// Another round of `attempts` failed.
+    pub(crate) fn failed_again(&mut self, attempts: u32) {
+        self.rounds += 1;
+        self.attempts = self.attempts.saturating_add(attempts);
+    }
+
+    /// Whether `retry.max_retry_duration_ms` has passed since the first failed round.
+    pub(crate) fn past_limit(&self) -> bool {
+        self.limit.is_some_and(|max| self.since.elapsed() >= max)
+    }
+
+    /// How long to wait before the next round: the policy's longest backoff (with its jitter),
+    /// or the destination's `Retry-After`.
+    pub(crate) fn wait(policy: &RetryPolicy, last: &SinkError) -> Duration {
+        policy.delay(u32::MAX, last)
+    }
+
+    /// Failed rounds so far.
+    pub(crate) fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// Attempts made over every round.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Whole seconds since the first failed round.
+    pub(crate) fn seconds(&self) -> u64 {
+        self.since.elapsed().as_secs()
+    }
+
+    /// The operator's limit, for the log line that gives up.
+    pub(crate) fn limit(&self) -> Option<Duration> {
+        self.limit
+    }
+}
+
+/// Opens the sink before the consumer joins the group, riding out a destination that is down
+/// (a process started, or restarted, during an outage holds no partition meanwhile, so the
+/// group does not rebalance on its account). Ends with the [`Exit`] that `run` returns when
+/// the sink reports misconfiguration (`Fatal`), when the outage passes
+/// `retry.max_retry_duration_ms` (`GaveUp`), or when `shutdown` completes first (`Drained`:
+/// nothing was read).
+pub(crate) async fn open_through_outage<F: Future<Output = ()>>(
+    sink: Arc<dyn Sink>,
+    policy: RetryPolicy,
+    limit: Option<Duration>,
+    mut shutdown: Pin<&mut F>,
+) -> Result<(), Exit> {
+    let mut driver = Driver::with_policy(sink, policy.clone());
+    let mut outage: Option<Outage> = None;
+    loop {
+        let opened = tokio::select! {
+            biased;
+            () = shutdown.as_mut() => return Err(stopped_while_opening(outage.as_ref())),
+            opened = driver.open() => opened,
+        };
+        let (made, last) = match opened {
+            Ok(()) => {
+                if let Some(o) = &outage {
+                    info!(
+                        failed_rounds = o.rounds(),
+                        outage_s = o.seconds(),
+                        "destination back: sink opened"
+                    );
+                }
+                return Ok(());
+            }
+            Err(DriverError::GaveUp { attempts, last }) => (attempts, last),
+            Err(DriverError::Fatal(e)) => {
+                return Err(Exit::Fatal(format!(
+                    "opening the sink: {}",
+                    error_chain(&e)
+                )));
+            }
+            Err(other) => return Err(Exit::GaveUp(format!("opening the sink: {other}"))),
+        };
+        let o = match &mut outage {
+            Some(o) => {
+                o.failed_again(made);
+                o
+            }
+            None => outage.insert(Outage::begin(made, limit)),
+        };
+        if o.past_limit() {
+            error!(attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), "destination unavailable: giving up opening the sink");
+            return Err(Exit::GaveUp(format!(
+                "opening the sink: gave up after {} attempts over {} s \
+                 (retry.max_retry_duration_ms = {}): {}",
+                o.attempts(),
+                o.seconds(),
+                o.limit().map_or(0, |l| l.as_millis()),
+                error_chain(&last)
+            )));
+        }
+        let wait = Outage::wait(&policy, &last);
+        warn!(failed_rounds = o.rounds(), outage_s = o.seconds(), ?wait, error = %error_chain(&last), "destination unavailable: opening the sink again after the wait, no partition held meanwhile");
+        tokio::select! {
+            biased;
+            () = shutdown.as_mut() => return Err(stopped_while_opening(outage.as_ref())),
+            () = tokio::time::sleep(wait) => {}
+        }
+        driver.reset();
+    }
+}
+
+/// A stop requested before the sink opened: nothing was read, so nothing is left to deliver.
+fn stopped_while_opening(outage: Option<&Outage>) -> Exit {
+    info!(
+        failed_rounds = outage.map_or(0, Outage::rounds),
+        "shutdown requested before the sink opened: nothing was read"
+    );
+    Exit::Drained
+}
