@@ -10,17 +10,66 @@
 //!   destination came back;
 //! - group: partitions that moved from one member to another;
 //! - flaky: requests and answers cut, and the retries: batches the runtime retried and requests
-//!   the sink's own client retried.
+//!   the sink's own client retried. One answer is cut for certain ([`cut_one_answer`]): the
+//!   random draws alone cut nothing in some short runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use pico_conformance::fault::{FaultMode, FaultSwitch, Flaky};
 use pico_kafka::chaos::CutBatch;
 use serde::{Deserialize, Serialize};
 
 use super::Place;
 use super::supervisor::Supervisor;
+
+/// Requests that reach the destination before the flaky case makes sure of a cut: past the
+/// sink's opening, into the batches.
+pub(crate) const REQUESTS_BEFORE_CERTAIN_CUT: u64 = 3;
+
+/// Makes the flaky case's fault certain. A random draw at a few per cent may cut nothing in a
+/// short run of a sink that sends one request per batch over one connection (0 cuts seen at the
+/// reduced size for the HTTP endpoint). Under `flaky` from the start, once `after` requests
+/// reached the destination and no answer was cut yet, the proxy cuts the next answer (the
+/// destination processed the request: a lost acknowledgement), then turns flaky again. Gives up
+/// waiting after `patience` (the run may have delivered everything by then). Returns the note.
+pub(crate) async fn cut_one_answer(
+    proxy: &dyn FaultSwitch,
+    flaky: Flaky,
+    after: u64,
+    patience: Duration,
+) -> String {
+    let deadline = Instant::now() + patience;
+    while Instant::now() < deadline {
+        let s = proxy.stats();
+        if s.requests_sent >= after || s.acks_lost > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if proxy.stats().acks_lost > 0 {
+        return "an answer was cut at random before the certain cut was due".to_owned();
+    }
+    proxy.set(FaultMode::LoseNextAck { trigger: None });
+    while proxy.stats().acks_lost == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A request armed meanwhile still has its answer cut; the next ones draw at random again.
+    proxy.set(FaultMode::Flaky(flaky));
+    let s = proxy.stats();
+    if s.acks_lost > 0 {
+        format!(
+            "one answer cut for certain after {} requests reached the destination",
+            s.requests_sent
+        )
+    } else {
+        format!(
+            "no answer to cut within {patience:?}: {} requests reached the destination",
+            s.requests_sent
+        )
+    }
+}
 
 /// One thing a fault did, counted.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
