@@ -4,6 +4,8 @@
 //! the bench suite ([`crate::bench`]) runs the anchors and writes the report; both import this
 //! module, it imports neither.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use pico_sink::identity::RecordId;
@@ -88,6 +90,9 @@ pub struct SinkBench {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
+
+/// A benchmark of one sink under way ([`crate::destinations::Entry::bench`]).
+pub type Measuring = Pin<Box<dyn Future<Output = Result<SinkBench, String>>>>;
 
 /// The batch sizes every sink is measured at.
 pub const SIZES: [u64; 2] = [1_000, 10_000];

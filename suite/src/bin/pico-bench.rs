@@ -9,11 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use pico_suite::bench::report::{
-    BenchReport, BenchSize, Machine, SinkBench, render_markdown, render_svg,
-};
+use clap::{Parser, Subcommand};
+use pico_suite::bench::report::{BenchReport, BenchSize, Machine, render_markdown, render_svg};
 use pico_suite::bench::{self, Lakehouse};
+use pico_suite::destinations;
+use pico_suite::measure::Measuring;
 
 #[derive(Parser)]
 #[command(
@@ -26,41 +26,44 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Which {
-    Postgres,
-    Redshift,
-    S3,
-    Clickhouse,
-    Influxdb,
-    Delta,
-    Iceberg,
-    Quickwit,
+/// A sink pico-bench measures: a destination's own benchmark, named in the one registry
+/// ([`destinations::ALL`]), or a lakehouse format, which the benchmark that spans them measures.
+#[derive(Clone, Copy)]
+struct Which {
+    id: &'static str,
+    measure: fn(BenchSize) -> Measuring,
 }
 
-impl Which {
-    const ALL: [Which; 8] = [
-        Which::Postgres,
-        Which::Redshift,
-        Which::Influxdb,
-        Which::Clickhouse,
-        Which::S3,
-        Which::Delta,
-        Which::Iceberg,
-        Which::Quickwit,
-    ];
+/// The lakehouse formats: pico-bench's own benchmark, `bench::lakehouse`, spans them.
+const LAKEHOUSES: [Which; 2] = [
+    Which {
+        id: "delta",
+        measure: |size| Box::pin(bench::lakehouse(Lakehouse::Delta, size)),
+    },
+    Which {
+        id: "iceberg",
+        measure: |size| Box::pin(bench::lakehouse(Lakehouse::Iceberg, size)),
+    },
+];
 
-    async fn measure(self, size: BenchSize) -> Result<SinkBench, String> {
-        match self {
-            Which::Postgres => bench::postgres(size).await,
-            Which::Redshift => bench::redshift(size).await,
-            Which::S3 => bench::s3(size).await,
-            Which::Clickhouse => bench::clickhouse(size).await,
-            Which::Influxdb => bench::influxdb(size).await,
-            Which::Delta => bench::lakehouse(Lakehouse::Delta, size).await,
-            Which::Iceberg => bench::lakehouse(Lakehouse::Iceberg, size).await,
-            Which::Quickwit => bench::quickwit(size).await,
-        }
+impl Which {
+    /// Every sink, in report order: the destinations' own benchmarks in table order, then the
+    /// lakehouse formats.
+    fn all() -> Vec<Which> {
+        destinations::ALL
+            .iter()
+            .filter_map(|e| e.bench.map(|measure| Which { id: e.id, measure }))
+            .chain(LAKEHOUSES)
+            .collect()
+    }
+
+    /// The sink named `id` on the command line.
+    fn named(id: &str) -> Result<Which, String> {
+        let all = Which::all();
+        all.iter().find(|w| w.id == id).copied().ok_or_else(|| {
+            let ids: Vec<&str> = all.iter().map(|w| w.id).collect();
+            format!("no benchmark for {id:?}; one of: {}", ids.join(", "))
+        })
     }
 }
 
@@ -80,7 +83,9 @@ enum Command {
     },
     /// Some sinks only; prints the report, writes nothing.
     Sink {
-        /// Which sinks.
+        /// Which sinks: postgres, redshift, influxdb, s3, clickhouse, quickwit (their own
+        /// benchmarks, from the registry of destinations), delta, iceberg.
+        #[arg(value_parser = Which::named)]
         sinks: Vec<Which>,
         /// Also broker → pico-kafka → PostgreSQL, end to end.
         #[arg(long)]
@@ -156,12 +161,8 @@ async fn measure(
     let mut report = empty_report(size);
     report.identity = bench::identity(size)?;
     for which in sinks {
-        let name = which
-            .to_possible_value()
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default();
-        tracing::info!(sink = %name, "measuring");
-        report.sinks.push(which.measure(size).await?);
+        tracing::info!(sink = %which.id, "measuring");
+        report.sinks.push((which.measure)(size).await?);
     }
     if with_pipeline {
         tracing::info!("measuring broker → pico-kafka → postgres");
@@ -216,7 +217,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             out,
             check_goals,
         } => {
-            let report = measure(&Which::ALL, size(reduced), true, true).await?;
+            let report = measure(&Which::all(), size(reduced), true, true).await?;
             println!("{}", render_markdown(&report));
             write(&out, &report)?;
             println!("wrote {}/benchmarks.{{json,md,svg}}", out.display());

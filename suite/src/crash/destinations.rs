@@ -8,25 +8,26 @@ use std::sync::Arc;
 use pico_conformance::proxy::{FaultProxies, FaultProxy};
 use pico_conformance::target::{PayloadForm, ReadRow, ServerInfo, payload_checksum};
 
-use crate::destinations::RUNTIMES;
+use crate::destinations;
 use crate::destinations::runtime::{Runtime, RuntimeDestination};
 
-/// A sink the crash suite runs: a handle on its entry in [`RUNTIMES`], the one list of them.
+/// A sink the crash suite runs: a handle on its destination's [`Runtime`] in the one registry,
+/// [`destinations::ALL`].
 #[derive(Clone, Copy)]
 pub struct CrashSink(&'static Runtime);
 
 impl CrashSink {
-    /// PostgreSQL, the sink the controls run against (the first entry of [`RUNTIMES`]).
-    pub const POSTGRES: CrashSink = CrashSink(&RUNTIMES[0]);
+    /// PostgreSQL, the sink the controls run against.
+    pub const POSTGRES: CrashSink = CrashSink(&destinations::postgres::runtime::RUNTIME);
 
     /// Every sink, in report order.
     pub fn all() -> Vec<CrashSink> {
-        RUNTIMES.iter().map(CrashSink).collect()
+        destinations::runtimes().map(CrashSink).collect()
     }
 
     /// The sink whose id is `id` (`postgres`, `http-honouring`).
     pub fn named(id: &str) -> Option<CrashSink> {
-        RUNTIMES.iter().find(|r| r.id == id).map(CrashSink)
+        destinations::runtimes().find(|r| r.id == id).map(CrashSink)
     }
 
     /// The id on the command line and in the report.
@@ -41,11 +42,10 @@ impl CrashSink {
         self.0.keyed
     }
 
-    /// Its place in [`RUNTIMES`]: report order. By id, which is unique: the list is a `const`,
-    /// so two references to one entry need not be one address.
+    /// Its place in the registry: report order. By id, which is unique: the registry is a
+    /// `const`, so two references to one entry need not be one address.
     fn position(self) -> usize {
-        RUNTIMES
-            .iter()
+        destinations::runtimes()
             .position(|r| r.id == self.0.id)
             .unwrap_or(usize::MAX)
     }
@@ -86,8 +86,7 @@ impl serde::Serialize for CrashSink {
 impl<'de> serde::Deserialize<'de> for CrashSink {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let name = String::deserialize(deserializer)?;
-        RUNTIMES
-            .iter()
+        destinations::runtimes()
             .find(|r| r.serde_name == name)
             .map(CrashSink)
             .ok_or_else(|| serde::de::Error::custom(format!("no crash-suite sink named {name:?}")))
@@ -181,14 +180,14 @@ mod tests {
         let ids: Vec<&str> = CrashSink::all().iter().map(|s| s.id()).collect();
         assert_eq!(
             ids,
-            ["postgres", "clickhouse", "s3", "delta-s3", "http-honouring"]
+            ["http-honouring", "postgres", "s3", "clickhouse", "delta-s3"]
         );
         let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "ids are unique");
         assert_eq!(CrashSink::POSTGRES.id(), "postgres");
         let http = CrashSink::named("http-honouring").unwrap();
         assert!(!http.keyed() && CrashSink::POSTGRES.keyed());
-        assert!(CrashSink::POSTGRES < http);
+        assert!(http < CrashSink::POSTGRES);
         assert_eq!(serde_json::to_string(&http).unwrap(), "\"http\"");
         let back: CrashSink = serde_json::from_str("\"delta-s3\"").unwrap();
         assert_eq!(back.id(), "delta-s3");

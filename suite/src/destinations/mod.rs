@@ -1,8 +1,9 @@
 //! Everything the suite knows about one destination, one folder each: its server when it has a
 //! start recipe of its own (`server.rs`), its conformance target (`target.rs`), and what the
-//! crash suite and the benchmarks read through. [`targets`] is the registry of the conformance
-//! targets. Servers several destinations share are in [`crate::serve`] (the S3 object store of
-//! s3, delta-s3 and iceberg-s3); read-back helpers they share are in [`read`]. See
+//! crash suite and the benchmarks read through. [`ALL`] is the one registry: an [`Entry`] per
+//! destination naming its conformance targets, its crash-suite runtime and its benchmark.
+//! Servers several destinations share are in [`crate::serve`] (the S3 object store of s3,
+//! delta-s3 and iceberg-s3); read-back helpers they share are in [`read`]. See
 //! `docs/architecture.md`.
 
 pub mod clickhouse;
@@ -25,63 +26,136 @@ pub mod surrealdb;
 
 use pico_conformance::target::Target;
 
-use runtime::{Runtime, boxed};
+use crate::measure::{BenchSize, Measuring};
+use runtime::Runtime;
+
+/// What the suite knows about one destination: the one list of them is [`ALL`].
+#[derive(Debug)]
+pub struct Entry {
+    /// Its id (the sink crate's name without `pico-sink-`).
+    pub id: &'static str,
+    /// Its conformance targets, in table order (a destination may run in several flavours:
+    /// local and on S3, honouring and ignoring a key).
+    pub targets: fn() -> Vec<Box<dyn Target>>,
+    /// Its entry in the crash suite, which runs pico-kafka against it, if it has one.
+    pub runtime: Option<&'static Runtime>,
+    /// Its benchmark beside the destination's raw path, if it has one of its own (the
+    /// lakehouse formats are measured by `bench::lakehouse`, which spans them).
+    pub bench: Option<fn(BenchSize) -> Measuring>,
+}
+
+/// Every destination, in table order: the conformance targets, the crash suite's sinks and
+/// pico-bench's sinks are read from here.
+pub const ALL: &[Entry] = &[
+    Entry {
+        id: "stdout",
+        targets: || vec![Box::new(stdout::StdoutTarget)],
+        runtime: None,
+        bench: None,
+    },
+    Entry {
+        id: "http",
+        targets: || {
+            vec![
+                Box::new(http::HttpTarget::honouring()),
+                Box::new(http::HttpTarget::ignoring()),
+            ]
+        },
+        runtime: Some(&http::runtime::RUNTIME),
+        bench: None,
+    },
+    Entry {
+        id: "postgres",
+        targets: || vec![Box::new(postgres::PostgresTarget)],
+        runtime: Some(&postgres::runtime::RUNTIME),
+        bench: Some(|size| Box::pin(postgres::bench::postgres(size))),
+    },
+    Entry {
+        id: "redshift",
+        targets: || vec![Box::new(postgres::RedshiftTarget)],
+        runtime: None,
+        bench: Some(|size| Box::pin(postgres::bench::redshift(size))),
+    },
+    Entry {
+        id: "influxdb",
+        targets: || vec![Box::new(influxdb::InfluxTarget)],
+        runtime: None,
+        bench: Some(|size| Box::pin(influxdb::bench::influxdb(size))),
+    },
+    Entry {
+        id: "s3",
+        targets: || vec![Box::new(s3::S3Target)],
+        runtime: Some(&s3::runtime::RUNTIME),
+        bench: Some(|size| Box::pin(s3::bench::s3(size))),
+    },
+    Entry {
+        id: "clickhouse",
+        targets: || vec![Box::new(clickhouse::ClickHouseTarget)],
+        runtime: Some(&clickhouse::runtime::RUNTIME),
+        bench: Some(|size| Box::pin(clickhouse::bench::clickhouse(size))),
+    },
+    Entry {
+        id: "delta",
+        targets: || vec![Box::new(delta::DeltaTarget), Box::new(delta::DeltaS3Target)],
+        runtime: Some(&delta::runtime::RUNTIME),
+        bench: None,
+    },
+    Entry {
+        id: "iceberg",
+        targets: || {
+            vec![
+                Box::new(iceberg::IcebergTarget),
+                Box::new(iceberg::IcebergS3Target),
+            ]
+        },
+        runtime: None,
+        bench: None,
+    },
+    #[cfg(feature = "surrealdb")]
+    Entry {
+        id: "surrealdb",
+        targets: || vec![Box::new(surrealdb::SurrealTarget)],
+        runtime: None,
+        bench: None,
+    },
+    Entry {
+        id: "elasticsearch",
+        targets: || vec![Box::new(elasticsearch::ElasticsearchTarget)],
+        runtime: None,
+        bench: None,
+    },
+    Entry {
+        id: "mongodb",
+        targets: || vec![Box::new(mongodb::MongoTarget)],
+        runtime: None,
+        bench: None,
+    },
+    Entry {
+        id: "meilisearch",
+        targets: || vec![Box::new(meilisearch::MeilisearchTarget)],
+        runtime: None,
+        bench: None,
+    },
+    Entry {
+        id: "quickwit",
+        targets: || vec![Box::new(quickwit::QuickwitTarget)],
+        runtime: None,
+        bench: Some(|size| Box::pin(quickwit::bench::quickwit(size))),
+    },
+    Entry {
+        id: "doris",
+        targets: || vec![Box::new(doris::DorisTarget)],
+        runtime: None,
+        bench: None,
+    },
+];
 
 /// Every conformance target, in table order.
 pub fn targets() -> Vec<Box<dyn Target>> {
-    vec![
-        Box::new(stdout::StdoutTarget),
-        Box::new(http::HttpTarget::honouring()),
-        Box::new(http::HttpTarget::ignoring()),
-        Box::new(postgres::PostgresTarget),
-        Box::new(postgres::RedshiftTarget),
-        Box::new(influxdb::InfluxTarget),
-        Box::new(s3::S3Target),
-        Box::new(clickhouse::ClickHouseTarget),
-        Box::new(delta::DeltaTarget),
-        Box::new(delta::DeltaS3Target),
-        Box::new(iceberg::IcebergTarget),
-        Box::new(iceberg::IcebergS3Target),
-        #[cfg(feature = "surrealdb")]
-        Box::new(surrealdb::SurrealTarget),
-        Box::new(elasticsearch::ElasticsearchTarget),
-        Box::new(mongodb::MongoTarget),
-        Box::new(meilisearch::MeilisearchTarget),
-        Box::new(quickwit::QuickwitTarget),
-        Box::new(doris::DorisTarget),
-    ]
+    ALL.iter().flat_map(|e| (e.targets)()).collect()
 }
 
 /// Every destination the crash suite runs pico-kafka against, in report order.
-pub const RUNTIMES: &[Runtime] = &[
-    Runtime {
-        id: "postgres",
-        serde_name: "postgres",
-        keyed: true,
-        provide: || boxed(postgres::runtime::PgRuntime::provide),
-    },
-    Runtime {
-        id: "clickhouse",
-        serde_name: "clickhouse",
-        keyed: true,
-        provide: || boxed(clickhouse::runtime::ChRuntime::provide),
-    },
-    Runtime {
-        id: "s3",
-        serde_name: "s3",
-        keyed: true,
-        provide: || boxed(s3::runtime::S3Runtime::provide),
-    },
-    Runtime {
-        id: "delta-s3",
-        serde_name: "delta-s3",
-        keyed: true,
-        provide: || boxed(delta::runtime::DeltaS3Runtime::provide),
-    },
-    Runtime {
-        id: "http-honouring",
-        serde_name: "http",
-        keyed: false,
-        provide: || boxed(http::runtime::HttpRuntime::provide),
-    },
-];
+pub fn runtimes() -> impl Iterator<Item = &'static Runtime> {
+    ALL.iter().filter_map(|e| e.runtime)
+}

@@ -45,8 +45,8 @@ pub type Providing =
 /// Starts (or connects to) a destination for pico-kafka.
 pub type Provide = fn() -> Providing;
 
-/// A destination the crash suite runs pico-kafka against: one entry of
-/// [`crate::destinations::RUNTIMES`].
+/// A destination the crash suite runs pico-kafka against: its folder's `RUNTIME`, named by its
+/// [`crate::destinations::Entry`].
 #[derive(Debug)]
 pub struct Runtime {
     /// Its id on the command line and in the crash report (`http-honouring`).

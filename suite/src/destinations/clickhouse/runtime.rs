@@ -8,12 +8,23 @@ use pico_conformance::target::ServerInfo;
 
 use super::read_rows;
 use super::server::ClickHouseServer;
-use crate::destinations::runtime::{RuntimeDestination, Stored, table_of, toml_string};
+use crate::destinations::runtime::{
+    Runtime, RuntimeDestination, Stored, boxed, table_of, toml_string,
+};
 use crate::provide::first_available;
 use crate::serve::Server;
 
 /// The database the runtime's tables are in.
 const DATABASE: &str = "pico_crash";
+
+/// Its entry in the crash suite: keyed on the record identity (what the table physically
+/// holds is counted, merges stopped).
+pub const RUNTIME: Runtime = Runtime {
+    id: "clickhouse",
+    serde_name: "clickhouse",
+    keyed: true,
+    provide: || boxed(ChRuntime::provide),
+};
 
 /// A ClickHouse pico-kafka writes into.
 pub struct ChRuntime(ClickHouseServer);

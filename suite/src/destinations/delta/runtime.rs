@@ -7,10 +7,19 @@ use async_trait::async_trait;
 use pico_conformance::target::ServerInfo;
 
 use super::{delta_s3_options, read_delta};
-use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string};
+use crate::destinations::runtime::{Runtime, RuntimeDestination, Stored, boxed, toml_string};
 use crate::destinations::s3::runtime::{BUCKET, provide_store};
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
+
+/// Its entry in the crash suite (Delta Lake on S3): keyed by a watermark per partition in the
+/// table's log.
+pub const RUNTIME: Runtime = Runtime {
+    id: "delta-s3",
+    serde_name: "delta-s3",
+    keyed: true,
+    provide: || boxed(DeltaS3Runtime::provide),
+};
 
 /// An object store pico-kafka writes Delta tables into.
 pub struct DeltaS3Runtime(S3Server);

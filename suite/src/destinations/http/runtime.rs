@@ -9,7 +9,16 @@ use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
 use pico_sink::Envelope;
 
 use crate::destinations::read::row_from_envelope;
-use crate::destinations::runtime::{RuntimeDestination, Stored};
+use crate::destinations::runtime::{Runtime, RuntimeDestination, Stored, boxed};
+
+/// Its entry in the crash suite (`http` in the committed JSON): not keyed, so a replay with
+/// other batch boundaries repeats records, at most what was in flight.
+pub const RUNTIME: Runtime = Runtime {
+    id: "http-honouring",
+    serde_name: "http",
+    keyed: false,
+    provide: || boxed(HttpRuntime::provide),
+};
 
 /// An HTTP endpoint in this process that honours `Idempotency-Key`.
 pub struct HttpRuntime(Endpoint);

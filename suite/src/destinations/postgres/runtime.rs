@@ -7,9 +7,19 @@ use pico_conformance::target::{PayloadForm, ReadRow, ServerInfo, payload_checksu
 use pico_sink::identity::RecordId;
 
 use super::server::{PgServer, connect};
-use crate::destinations::runtime::{RuntimeDestination, Stored, table_of, toml_string};
+use crate::destinations::runtime::{
+    Runtime, RuntimeDestination, Stored, boxed, table_of, toml_string,
+};
 use crate::provide::first_available;
 use crate::serve::Server;
+
+/// Its entry in the crash suite: keyed on the record identity.
+pub const RUNTIME: Runtime = Runtime {
+    id: "postgres",
+    serde_name: "postgres",
+    keyed: true,
+    provide: || boxed(PgRuntime::provide),
+};
 
 /// A PostgreSQL pico-kafka writes into.
 pub struct PgRuntime(PgServer);

@@ -7,13 +7,21 @@ use async_trait::async_trait;
 use pico_conformance::target::ServerInfo;
 
 use super::read_objects;
-use crate::destinations::runtime::{RuntimeDestination, Stored, toml_string};
+use crate::destinations::runtime::{Runtime, RuntimeDestination, Stored, boxed, toml_string};
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
 
 /// The bucket the runtime's objects (and Delta tables) are in.
 pub(crate) const BUCKET: &str = "pico-crash";
+
+/// Its entry in the crash suite: keyed, one object per batch named by the batch identity.
+pub const RUNTIME: Runtime = Runtime {
+    id: "s3",
+    serde_name: "s3",
+    keyed: true,
+    provide: || boxed(S3Runtime::provide),
+};
 
 /// An S3-compatible object store pico-kafka writes objects into.
 pub struct S3Runtime(S3Server);
