@@ -44,110 +44,83 @@ pub struct Entry {
     pub bench: Option<fn(BenchSize) -> Measuring>,
 }
 
+impl Entry {
+    /// A destination with conformance targets only; add a `runtime` or a `bench` with
+    /// `Entry { bench: Some(…), ..Entry::of(…) }`.
+    pub const fn of(id: &'static str, targets: fn() -> Vec<Box<dyn Target>>) -> Entry {
+        Entry {
+            id,
+            targets,
+            runtime: None,
+            bench: None,
+        }
+    }
+}
+
 /// Every destination, in table order: the conformance targets, the crash suite's sinks and
 /// pico-bench's sinks are read from here.
 pub const ALL: &[Entry] = &[
+    Entry::of("stdout", || vec![Box::new(stdout::StdoutTarget)]),
     Entry {
-        id: "stdout",
-        targets: || vec![Box::new(stdout::StdoutTarget)],
-        runtime: None,
-        bench: None,
-    },
-    Entry {
-        id: "http",
-        targets: || {
+        runtime: Some(&http::runtime::RUNTIME),
+        ..Entry::of("http", || {
             vec![
                 Box::new(http::HttpTarget::honouring()),
                 Box::new(http::HttpTarget::ignoring()),
             ]
-        },
-        runtime: Some(&http::runtime::RUNTIME),
-        bench: None,
+        })
     },
     Entry {
-        id: "postgres",
-        targets: || vec![Box::new(postgres::PostgresTarget)],
         runtime: Some(&postgres::runtime::RUNTIME),
         bench: Some(|size| Box::pin(postgres::bench::postgres(size))),
+        ..Entry::of("postgres", || vec![Box::new(postgres::PostgresTarget)])
     },
     Entry {
-        id: "redshift",
-        targets: || vec![Box::new(postgres::RedshiftTarget)],
-        runtime: None,
         bench: Some(|size| Box::pin(postgres::bench::redshift(size))),
+        ..Entry::of("redshift", || vec![Box::new(postgres::RedshiftTarget)])
     },
     Entry {
-        id: "influxdb",
-        targets: || vec![Box::new(influxdb::InfluxTarget)],
-        runtime: None,
         bench: Some(|size| Box::pin(influxdb::bench::influxdb(size))),
+        ..Entry::of("influxdb", || vec![Box::new(influxdb::InfluxTarget)])
     },
     Entry {
-        id: "s3",
-        targets: || vec![Box::new(s3::S3Target)],
         runtime: Some(&s3::runtime::RUNTIME),
         bench: Some(|size| Box::pin(s3::bench::s3(size))),
+        ..Entry::of("s3", || vec![Box::new(s3::S3Target)])
     },
     Entry {
-        id: "clickhouse",
-        targets: || vec![Box::new(clickhouse::ClickHouseTarget)],
         runtime: Some(&clickhouse::runtime::RUNTIME),
         bench: Some(|size| Box::pin(clickhouse::bench::clickhouse(size))),
+        ..Entry::of("clickhouse", || {
+            vec![Box::new(clickhouse::ClickHouseTarget)]
+        })
     },
     Entry {
-        id: "delta",
-        targets: || vec![Box::new(delta::DeltaTarget), Box::new(delta::DeltaS3Target)],
         runtime: Some(&delta::runtime::RUNTIME),
-        bench: None,
+        ..Entry::of("delta", || {
+            vec![Box::new(delta::DeltaTarget), Box::new(delta::DeltaS3Target)]
+        })
     },
-    Entry {
-        id: "iceberg",
-        targets: || {
-            vec![
-                Box::new(iceberg::IcebergTarget),
-                Box::new(iceberg::IcebergS3Target),
-            ]
-        },
-        runtime: None,
-        bench: None,
-    },
+    Entry::of("iceberg", || {
+        vec![
+            Box::new(iceberg::IcebergTarget),
+            Box::new(iceberg::IcebergS3Target),
+        ]
+    }),
     #[cfg(feature = "surrealdb")]
+    Entry::of("surrealdb", || vec![Box::new(surrealdb::SurrealTarget)]),
+    Entry::of("elasticsearch", || {
+        vec![Box::new(elasticsearch::ElasticsearchTarget)]
+    }),
+    Entry::of("mongodb", || vec![Box::new(mongodb::MongoTarget)]),
+    Entry::of("meilisearch", || {
+        vec![Box::new(meilisearch::MeilisearchTarget)]
+    }),
     Entry {
-        id: "surrealdb",
-        targets: || vec![Box::new(surrealdb::SurrealTarget)],
-        runtime: None,
-        bench: None,
-    },
-    Entry {
-        id: "elasticsearch",
-        targets: || vec![Box::new(elasticsearch::ElasticsearchTarget)],
-        runtime: None,
-        bench: None,
-    },
-    Entry {
-        id: "mongodb",
-        targets: || vec![Box::new(mongodb::MongoTarget)],
-        runtime: None,
-        bench: None,
-    },
-    Entry {
-        id: "meilisearch",
-        targets: || vec![Box::new(meilisearch::MeilisearchTarget)],
-        runtime: None,
-        bench: None,
-    },
-    Entry {
-        id: "quickwit",
-        targets: || vec![Box::new(quickwit::QuickwitTarget)],
-        runtime: None,
         bench: Some(|size| Box::pin(quickwit::bench::quickwit(size))),
+        ..Entry::of("quickwit", || vec![Box::new(quickwit::QuickwitTarget)])
     },
-    Entry {
-        id: "doris",
-        targets: || vec![Box::new(doris::DorisTarget)],
-        runtime: None,
-        bench: None,
-    },
+    Entry::of("doris", || vec![Box::new(doris::DorisTarget)]),
 ];
 
 /// Every conformance target, in table order.
