@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use pico_conformance::provider::ProviderKind;
 
+/// The providers of a destination with a start recipe on this machine, in the order `auto`
+/// tries them: a server the user names, a container, a native process.
+pub const ANY_SERVER: [ProviderKind; 3] = [
+    ProviderKind::External,
+    ProviderKind::Docker,
+    ProviderKind::Native,
+];
+
 /// The environment variable naming an external server for `sink` (`PICO_POSTGRES_URL`).
 pub fn external_url_var(sink: &str) -> String {
     format!("PICO_{}_URL", sink.to_ascii_uppercase().replace('-', "_"))

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::server::ClickHouseServer;
+use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Store};
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;
@@ -27,11 +28,7 @@ impl Target for ClickHouseTarget {
         "pico-sink-clickhouse"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = ClickHouseServer::provide(provider).await?;

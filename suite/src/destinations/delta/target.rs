@@ -19,6 +19,7 @@ use crate::serve::Served;
 use crate::serve::s3::S3Server;
 use pico_conformance::proxy::FaultProxy;
 
+use crate::provide::ANY_SERVER;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -70,11 +71,7 @@ impl Target for DeltaS3Target {
         "pico-sink-delta"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;

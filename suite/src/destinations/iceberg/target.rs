@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use crate::serve::Served;
 use crate::serve::s3::S3Server;
 
+use crate::provide::ANY_SERVER;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -73,11 +74,7 @@ impl Target for IcebergS3Target {
         "pico-sink-iceberg"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;

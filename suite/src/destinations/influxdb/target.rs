@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::server::{InfluxServer, V2_ORG};
+use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
 use async_trait::async_trait;
 use pico_conformance::provider::ProviderKind;
@@ -33,11 +34,7 @@ impl Target for InfluxTarget {
         "pico-sink-influxdb"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = InfluxServer::provide(provider).await?;

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 
 use crate::destinations::read::row_from_document;
+use crate::provide::ANY_SERVER;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::native::BinaryServer;
@@ -38,11 +39,7 @@ impl Target for MeilisearchTarget {
         "pico-sink-meilisearch"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     fn docker_image(&self) -> Option<String> {
         crate::images::image("meilisearch")

@@ -9,6 +9,7 @@ use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, ServerInfo, Target};
 
 use super::target::pg_destination;
+use crate::provide::ANY_SERVER;
 
 /// The Redshift sink, verified on PostgreSQL.
 pub struct RedshiftTarget;
@@ -25,11 +26,7 @@ impl Target for RedshiftTarget {
         "pico-sink-redshift"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = PgServer::provide(provider).await?;

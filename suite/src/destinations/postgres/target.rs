@@ -8,6 +8,7 @@ use pico_sink::identity::RecordId;
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 
 use super::server::{PgServer, connect};
+use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
@@ -27,11 +28,7 @@ impl Target for PostgresTarget {
         "pico-sink-postgres"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = PgServer::provide(provider).await?;

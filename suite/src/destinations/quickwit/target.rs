@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 
 use crate::destinations::read::rows_from_hits;
+use crate::provide::ANY_SERVER;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::native::BinaryServer;
@@ -34,11 +35,7 @@ impl Target for QuickwitTarget {
         "pico-sink-quickwit"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     fn docker_image(&self) -> Option<String> {
         crate::images::image("quickwit")

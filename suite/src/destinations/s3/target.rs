@@ -17,6 +17,7 @@ use pico_sink::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
 use crate::destinations::read::row_from_envelope;
+use crate::provide::ANY_SERVER;
 
 /// The S3 sink.
 pub struct S3Target;
@@ -30,11 +31,7 @@ impl Target for S3Target {
         "pico-sink-s3"
     }
     fn providers(&self) -> Vec<ProviderKind> {
-        vec![
-            ProviderKind::External,
-            ProviderKind::Docker,
-            ProviderKind::Native,
-        ]
+        ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = S3Server::provide(provider).await?;
