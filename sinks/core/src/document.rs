@@ -12,8 +12,9 @@ use serde_json::value::RawValue;
 use crate::envelope::Envelope;
 use crate::record::Record;
 
-/// How a record becomes a document.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How a record becomes a document. In a configuration file: `"envelope"` or `"merged"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DocumentShape {
     /// The [`Envelope`]: identity fields, `key`, `value`, `headers`, `timestamp_ms`, with
     /// payloads as `{json|text|base64: …}`. Takes any record and gives back its exact bytes.

@@ -22,6 +22,7 @@
 
 mod batch;
 mod claim;
+pub mod config;
 mod conflict;
 mod connect_failure;
 mod document;

@@ -1,10 +1,15 @@
 //! [`MongoSinkConfig`].
 
 use pico_sink::DocumentShape;
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::MongoSink`]. `Debug` redacts the password in `uri`.
-#[derive(Clone)]
+/// Configuration of [`crate::MongoSink`]. `Debug` redacts the password in `uri`. Read from a
+/// file with serde: `uri`, `database` and `collection` are required, the rest defaults as
+/// [`MongoSinkConfig::new`] says; an unknown key is refused with its name.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct MongoSinkConfig {
     /// Connection string (`mongodb://…` or `mongodb+srv://…`).
@@ -13,14 +18,34 @@ pub struct MongoSinkConfig {
     pub database: String,
     /// Collection.
     pub collection: String,
-    /// Document shape.
+    /// Document shape (default `"envelope"`).
+    #[serde(default)]
     pub shape: DocumentShape,
-    /// Namespace for every identity.
+    /// Namespace for every identity (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Ask for `w: "majority"` on every write (otherwise the connection string's default).
+    /// Ask for `w: "majority"` on every write, otherwise the connection string's default
+    /// (default `true`).
+    #[serde(default = "majority")]
     pub majority: bool,
-    /// Statements per `update` command.
+    /// Statements per `update` command (default 1000).
+    #[serde(default = "max_statements")]
     pub max_statements: usize,
+}
+
+/// The default of [`MongoSinkConfig::majority`].
+fn majority() -> bool {
+    true
+}
+
+/// The default of [`MongoSinkConfig::max_statements`].
+fn max_statements() -> usize {
+    1000
 }
 
 impl std::fmt::Debug for MongoSinkConfig {
@@ -48,10 +73,10 @@ impl MongoSinkConfig {
             uri: uri.into(),
             database: database.into(),
             collection: collection.into(),
-            shape: DocumentShape::Envelope,
+            shape: DocumentShape::default(),
             scope: Scope::default(),
-            majority: true,
-            max_statements: 1000,
+            majority: majority(),
+            max_statements: max_statements(),
         }
     }
 
@@ -59,5 +84,32 @@ impl MongoSinkConfig {
     /// the client knows the deployment.
     pub fn for_collection(database: impl Into<String>, collection: impl Into<String>) -> Self {
         Self::new("", database, collection)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "uri = \"mongodb://u:pw@db:27017\"\ndatabase = \"d\"\ncollection = \"c\"\n";
+        let read: MongoSinkConfig = toml::from_str(text).unwrap();
+        let new = MongoSinkConfig::new("mongodb://u:pw@db:27017", "d", "c");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = "uri = \"mongodb://db\"\ndatabase = \"d\"\ncollection = \"c\"\n\
+                    shape = \"merged\"\nnamespace = \"east\"\nmajority = false\n\
+                    max_statements = 10\n";
+        let read: MongoSinkConfig = toml::from_str(full).unwrap();
+        assert_eq!(read.shape, DocumentShape::Merged);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert!(!read.majority);
+        assert_eq!(read.max_statements, 10);
+        let back: MongoSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let typo = toml::from_str::<MongoSinkConfig>(&format!("{text}majorty = true\n"))
+            .err()
+            .unwrap();
+        assert!(typo.to_string().contains("majorty"), "{typo}");
     }
 }

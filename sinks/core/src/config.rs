@@ -1,0 +1,102 @@
+//! What every sink configuration shares when it is read from a file (a pipeline file's
+//! `[sink]` section): durations written as whole milliseconds, the unit pipeline files use
+//! everywhere (`request_timeout_ms = 30000`), and the identity's scope written as its
+//! namespace (`namespace = "cluster-a"`, validated; absent: no namespace).
+//!
+//! Every `*SinkConfig` derives `Deserialize` with `deny_unknown_fields`, so a misspelt key is
+//! refused with its name, and gives each optional field the default its `new` documents.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// `#[serde(with = "pico_sink::config::millis")]`: a [`Duration`] as whole milliseconds.
+pub mod millis {
+    use super::{Deserialize, Deserializer, Duration, Serializer};
+
+    /// Writes whole milliseconds (a duration past `u64::MAX` ms is written as `u64::MAX`).
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(u64::try_from(value.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Reads whole milliseconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        u64::deserialize(deserializer).map(Duration::from_millis)
+    }
+}
+
+/// `#[serde(rename = "namespace", with = "pico_sink::config::namespace")]`: a
+/// [`Scope`](crate::identity::Scope) as its namespace's name, checked as
+/// [`Namespace::new`](crate::identity::Namespace::new) checks it; absent or unset: no namespace.
+pub mod namespace {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::identity::{Namespace, Scope};
+
+    /// Writes the namespace's name (callers skip an unscoped field with [`is_unset`]).
+    pub fn serialize<S: Serializer>(scope: &Scope, serializer: S) -> Result<S::Ok, S::Error> {
+        match scope.namespace() {
+            Some(ns) => serializer.serialize_some(ns.as_str()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// Reads a namespace's name; a name outside `[A-Za-z0-9._-]{1,64}` is refused with the
+    /// reason.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Scope, D::Error> {
+        Option::<Namespace>::deserialize(deserializer).map(Scope::new)
+    }
+
+    /// `skip_serializing_if`: the scope has no namespace.
+    pub fn is_unset(scope: &Scope) -> bool {
+        scope.namespace().is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Timeouts {
+        #[serde(rename = "request_timeout_ms", with = "millis")]
+        request_timeout: Duration,
+    }
+
+    #[test]
+    fn a_duration_is_whole_milliseconds_both_ways() {
+        let read: Timeouts = serde_json::from_str(r#"{"request_timeout_ms": 2500}"#).unwrap();
+        assert_eq!(read.request_timeout, Duration::from_millis(2500));
+        let written = serde_json::to_string(&read).unwrap();
+        assert_eq!(written, r#"{"request_timeout_ms":2500}"#);
+        assert!(serde_json::from_str::<Timeouts>(r#"{"request_timeout_ms": "2s"}"#).is_err());
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Scoped {
+        #[serde(
+            rename = "namespace",
+            with = "namespace",
+            default,
+            skip_serializing_if = "namespace::is_unset"
+        )]
+        scope: crate::identity::Scope,
+    }
+
+    #[test]
+    fn a_scope_is_its_namespace_checked_and_absent_when_unset() {
+        let read: Scoped = serde_json::from_str(r#"{"namespace": "cluster-a"}"#).unwrap();
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "cluster-a");
+        assert_eq!(
+            serde_json::to_string(&read).unwrap(),
+            r#"{"namespace":"cluster-a"}"#
+        );
+        let unset: Scoped = serde_json::from_str("{}").unwrap();
+        assert!(unset.scope.namespace().is_none());
+        assert_eq!(serde_json::to_string(&unset).unwrap(), "{}");
+        let bad = serde_json::from_str::<Scoped>(r#"{"namespace": "a/b"}"#).unwrap_err();
+        assert!(bad.to_string().contains("a/b"), "{bad}");
+    }
+}
