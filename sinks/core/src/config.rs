@@ -1,7 +1,8 @@
 //! What every sink configuration shares when it is read from a file (a pipeline file's
 //! `[sink]` section): durations written as whole milliseconds, the unit pipeline files use
 //! everywhere (`request_timeout_ms = 30000`), and the identity's scope written as its
-//! namespace (`namespace = "cluster-a"`, validated; absent: no namespace).
+//! namespace (`namespace = "cluster-a"`, validated; absent: no namespace), and name–value pairs
+//! (headers) as a table in the file's order (`headers = { Authorization = "Bearer …" }`).
 //!
 //! Every `*SinkConfig` derives `Deserialize` with `deny_unknown_fields`, so a misspelt key is
 //! refused with its name, and gives each optional field the default its `new` documents.
@@ -53,6 +54,53 @@ pub mod namespace {
     }
 }
 
+/// `#[serde(with = "pico_sink::config::pairs")]`: name–value pairs (`Vec<(String, String)>`,
+/// such as extra headers) as a table, in the order the file gives them.
+pub mod pairs {
+    use std::fmt;
+
+    use serde::de::{MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    /// Writes the pairs as a table.
+    pub fn serialize<S: Serializer>(
+        pairs: &[(String, String)],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(pairs.len()))?;
+        for (name, value) in pairs {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+
+    /// Reads a table of strings into pairs, in the file's order.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<(String, String)>, D::Error> {
+        deserializer.deserialize_map(PairsVisitor)
+    }
+
+    struct PairsVisitor;
+
+    impl<'de> Visitor<'de> for PairsVisitor {
+        type Value = Vec<(String, String)>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a table of names to string values")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0));
+            while let Some(pair) = map.next_entry::<String, String>()? {
+                pairs.push(pair);
+            }
+            Ok(pairs)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};
@@ -72,6 +120,25 @@ mod tests {
         let written = serde_json::to_string(&read).unwrap();
         assert_eq!(written, r#"{"request_timeout_ms":2500}"#);
         assert!(serde_json::from_str::<Timeouts>(r#"{"request_timeout_ms": "2s"}"#).is_err());
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Headers {
+        #[serde(with = "pairs")]
+        headers: Vec<(String, String)>,
+    }
+
+    #[test]
+    fn pairs_are_a_table_in_the_files_order() {
+        let read: Headers =
+            serde_json::from_str(r#"{"headers": {"X-B": "2", "Authorization": "t"}}"#).unwrap();
+        let expected = [("X-B", "2"), ("Authorization", "t")].map(|(k, v)| (k.into(), v.into()));
+        assert_eq!(read.headers, expected);
+        assert_eq!(
+            serde_json::to_string(&read).unwrap(),
+            r#"{"headers":{"X-B":"2","Authorization":"t"}}"#
+        );
+        assert!(serde_json::from_str::<Headers>(r#"{"headers": {"X": 1}}"#).is_err());
     }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]

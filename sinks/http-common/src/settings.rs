@@ -4,16 +4,23 @@ use std::time::Duration;
 
 use pico_sink::SinkError;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
 
 /// Connection settings every HTTP-based sink shares. `Debug` redacts the values of
-/// credential headers (`Authorization`, API keys, tokens).
-#[derive(Clone)]
+/// credential headers (`Authorization`, API keys, tokens). In a configuration file (a sink's
+/// `http` table) every key is optional and an unknown key is refused with its name.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HttpSettings {
-    /// Extra headers on every request (`Authorization`, API keys, ...).
+    /// Extra headers on every request (`Authorization`, API keys, ...); in a file a table,
+    /// `headers = { Authorization = "Bearer …" }` (default: none).
+    #[serde(with = "pico_sink::config::pairs")]
     pub headers: Vec<(String, String)>,
-    /// Whole-request timeout.
+    /// Whole-request timeout (`request_timeout_ms`, default 30 000).
+    #[serde(rename = "request_timeout_ms", with = "pico_sink::config::millis")]
     pub request_timeout: Duration,
-    /// TCP/TLS connect timeout.
+    /// TCP/TLS connect timeout (`connect_timeout_ms`, default 5 000).
+    #[serde(rename = "connect_timeout_ms", with = "pico_sink::config::millis")]
     pub connect_timeout: Duration,
 }
 

@@ -1,11 +1,16 @@
 //! [`QuickwitSinkConfig`].
 
+use std::time::Duration;
+
 use pico_http_common::HttpSettings;
 use pico_sink::DocumentShape;
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use serde::{Deserialize, Serialize};
 
-/// The ingest `commit` parameter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The ingest `commit` parameter; in a file `"wait_for"` or `"force"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Commit {
     /// Answer after the next scheduled commit (`commit_timeout_secs` of the index).
     #[default]
@@ -23,26 +28,61 @@ impl Commit {
     }
 }
 
-/// Configuration of [`crate::QuickwitSink`].
-#[derive(Debug, Clone)]
+/// Configuration of [`crate::QuickwitSink`]. Read from a file with serde: `url` and `index`
+/// are required, the rest defaults as [`QuickwitSinkConfig::new`] says; an unknown key is
+/// refused with its name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct QuickwitSinkConfig {
     /// Base URL of a Quickwit node (`http://127.0.0.1:7280`).
     pub url: String,
     /// Index id.
     pub index: String,
-    /// Create the index when it does not exist.
+    /// Create the index when it does not exist (default `true`).
+    #[serde(default = "create_index")]
     pub create_index: bool,
-    /// `commit_timeout_secs` of an index the sink creates.
+    /// `commit_timeout_secs` of an index the sink creates (default 5).
+    #[serde(default = "commit_timeout_secs")]
     pub commit_timeout_secs: u32,
-    /// How each ingest commits.
+    /// How each ingest commits (default `"wait_for"`).
+    #[serde(default)]
     pub commit: Commit,
-    /// Document shape.
+    /// Document shape (default `"envelope"`).
+    #[serde(default)]
     pub shape: DocumentShape,
-    /// Namespace for every identity.
+    /// Namespace for every identity (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Extra headers and timeouts (the request timeout must exceed the commit timeout).
+    /// Extra headers and timeouts; the request timeout must exceed the commit timeout (default:
+    /// a 90 s request timeout; a `[http]` table that leaves `request_timeout_ms` out gets the
+    /// shared 30 s).
+    #[serde(default = "http")]
     pub http: HttpSettings,
+}
+
+/// The default of [`QuickwitSinkConfig::create_index`].
+fn create_index() -> bool {
+    true
+}
+
+/// The default of [`QuickwitSinkConfig::commit_timeout_secs`].
+fn commit_timeout_secs() -> u32 {
+    5
+}
+
+/// The default of [`QuickwitSinkConfig::http`]: a `wait_for` ingest answers after the next
+/// commit, so the request waits longer than the shared default.
+fn http() -> HttpSettings {
+    HttpSettings {
+        request_timeout: Duration::from_secs(90),
+        ..HttpSettings::default()
+    }
 }
 
 impl QuickwitSinkConfig {
@@ -52,15 +92,54 @@ impl QuickwitSinkConfig {
         Self {
             url: url.into(),
             index: index.into(),
-            create_index: true,
-            commit_timeout_secs: 5,
-            commit: Commit::WaitFor,
-            shape: DocumentShape::Envelope,
+            create_index: create_index(),
+            commit_timeout_secs: commit_timeout_secs(),
+            commit: Commit::default(),
+            shape: DocumentShape::default(),
             scope: Scope::default(),
-            http: HttpSettings {
-                request_timeout: std::time::Duration::from_secs(90),
-                ..HttpSettings::default()
-            },
+            http: http(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "url = \"http://qw:7280\"\nindex = \"i\"\n";
+        let read: QuickwitSinkConfig = toml::from_str(text).unwrap();
+        let new = QuickwitSinkConfig::new("http://qw:7280", "i");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = "url = \"http://qw:7280\"\nindex = \"i\"\ncreate_index = false\n\
+                    commit_timeout_secs = 2\ncommit = \"force\"\nshape = \"merged\"\n\
+                    namespace = \"east\"\n[http]\nrequest_timeout_ms = 60000\n\
+                    headers = { Authorization = \"Bearer t\" }\n";
+        let read: QuickwitSinkConfig = toml::from_str(full).unwrap();
+        assert!(!read.create_index);
+        assert_eq!(read.commit_timeout_secs, 2);
+        assert_eq!(read.commit, Commit::Force);
+        assert_eq!(read.shape, DocumentShape::Merged);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.http.request_timeout, Duration::from_secs(60));
+        assert_eq!(read.http.connect_timeout, Duration::from_secs(5));
+        assert_eq!(
+            read.http.headers,
+            [("Authorization".into(), "Bearer t".into())]
+        );
+        let back: QuickwitSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        for typo in ["comit = \"force\"\n", "[http]\nrequest_timeout = 1\n"] {
+            let err = toml::from_str::<QuickwitSinkConfig>(&format!("{text}{typo}"))
+                .err()
+                .unwrap();
+            let key = typo
+                .trim_start_matches("[http]\n")
+                .split(' ')
+                .next()
+                .unwrap();
+            assert!(err.to_string().contains(key), "{err}");
         }
     }
 }
