@@ -3,35 +3,69 @@
 use std::time::Duration;
 
 use pico_http_common::HttpSettings;
+use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
+use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::DorisSink`].
-#[derive(Debug, Clone)]
+/// Configuration of [`crate::DorisSink`]. Read from a file with serde: `fe_url`, `database`
+/// and `table` are required, the rest defaults as [`DorisSinkConfig::new`] says; an unknown key
+/// is refused with its name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DorisSinkConfig {
     /// FE HTTP address (`http://127.0.0.1:8030`).
     pub fe_url: String,
     /// Load through this BE HTTP address (`http://be:8040`) instead of following the FE's
-    /// redirect.
+    /// redirect (default: follow the redirect).
+    #[serde(default)]
     pub load_url: Option<String>,
     /// Database.
     pub database: String,
     /// Table.
     pub table: String,
-    /// User (basic auth).
+    /// User, for basic auth (default `"root"`).
+    #[serde(default = "user")]
     pub user: String,
-    /// Password.
+    /// Password (default: empty).
+    #[serde(default)]
     pub password: pico_sink::Secret,
-    /// Create the database and a Unique Key table when missing.
+    /// Create the database and a Unique Key table when missing (default `true`).
+    #[serde(default = "create_table")]
     pub create_table: bool,
-    /// `replication_num` of a table the sink creates (Doris's default when `None`).
+    /// `replication_num` of a table the sink creates (default: Doris's own).
+    #[serde(default)]
     pub replication_num: Option<u8>,
-    /// How long to wait for a load of the same label that is still running.
+    /// How long to wait for a load of the same label that is still running (`label_wait_ms`,
+    /// default 60 000).
+    #[serde(rename = "label_wait_ms", with = "millis", default = "label_wait")]
     pub label_wait: Duration,
-    /// Namespace for every identity.
+    /// Namespace for every identity (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Extra headers and timeouts.
+    /// Extra headers and timeouts (default: the shared [`HttpSettings`]).
+    #[serde(default)]
     pub http: HttpSettings,
+}
+
+/// The default of [`DorisSinkConfig::user`].
+fn user() -> String {
+    "root".into()
+}
+
+/// The default of [`DorisSinkConfig::create_table`].
+fn create_table() -> bool {
+    true
+}
+
+/// The default of [`DorisSinkConfig::label_wait`].
+fn label_wait() -> Duration {
+    Duration::from_secs(60)
 }
 
 impl DorisSinkConfig {
@@ -46,13 +80,50 @@ impl DorisSinkConfig {
             load_url: None,
             database: database.into(),
             table: table.into(),
-            user: "root".into(),
+            user: user(),
             password: pico_sink::Secret::default(),
-            create_table: true,
+            create_table: create_table(),
             replication_num: None,
-            label_wait: Duration::from_secs(60),
+            label_wait: label_wait(),
             scope: Scope::default(),
             http: HttpSettings::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "fe_url = \"http://fe:8030\"\ndatabase = \"d\"\ntable = \"t\"\n";
+        let read: DorisSinkConfig = toml::from_str(text).unwrap();
+        let new = DorisSinkConfig::new("http://fe:8030", "d", "t");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = format!(
+            "{text}load_url = \"http://be:8040\"\nuser = \"loader\"\npassword = \"pw9\"\n\
+             create_table = false\nreplication_num = 1\nlabel_wait_ms = 500\n\
+             namespace = \"east\"\n"
+        );
+        let read: DorisSinkConfig = toml::from_str(&full).unwrap();
+        assert_eq!(read.load_url.as_deref(), Some("http://be:8040"));
+        assert_eq!(read.user, "loader");
+        assert_eq!(read.password.expose(), "pw9");
+        assert!(
+            !format!("{read:?}").contains("pw9"),
+            "Debug must redact the password"
+        );
+        assert!(!read.create_table);
+        assert_eq!(read.replication_num, Some(1));
+        assert_eq!(read.label_wait, Duration::from_millis(500));
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        let back: DorisSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        assert_eq!(back.password.expose(), "pw9");
+        let err = toml::from_str::<DorisSinkConfig>(&format!("{text}pasword = \"x\"\n"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("pasword"), "{err}");
     }
 }

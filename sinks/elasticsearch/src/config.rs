@@ -2,10 +2,13 @@
 
 use pico_http_common::HttpSettings;
 use pico_sink::DocumentShape;
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use serde::{Deserialize, Serialize};
 
-/// Which bulk operation carries documents.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Which bulk operation carries documents; in a file `"index"` or `"data_stream"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum IndexMode {
     /// `index`: create or replace by `_id` (regular indices).
     #[default]
@@ -14,8 +17,9 @@ pub enum IndexMode {
     DataStream,
 }
 
-/// The bulk `refresh` parameter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The bulk `refresh` parameter; in a file `"none"`, `"wait_for"` or `"immediate"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Refresh {
     /// Leave visibility to the index's refresh interval (fastest).
     #[default]
@@ -36,26 +40,48 @@ impl Refresh {
     }
 }
 
-/// Configuration of [`crate::ElasticsearchSink`]. `Debug` redacts credential headers.
-#[derive(Debug, Clone)]
+/// Configuration of [`crate::ElasticsearchSink`]. `Debug` redacts credential headers. Read
+/// from a file with serde: `url` and `index` are required, the rest defaults as
+/// [`ElasticsearchSinkConfig::new`] says; an unknown key is refused with its name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ElasticsearchSinkConfig {
     /// Base URL (`http://127.0.0.1:9200`).
     pub url: String,
     /// Index or data stream name.
     pub index: String,
-    /// `index` or data-stream `create`.
+    /// `index` or data-stream `create` (default `"index"`).
+    #[serde(default)]
     pub mode: IndexMode,
-    /// Document shape (envelope, or the value's fields merged with the identity).
+    /// Document shape: envelope, or the value's fields merged with the identity (default
+    /// `"envelope"`).
+    #[serde(default)]
     pub shape: DocumentShape,
-    /// Namespace for every identity.
+    /// Namespace for every identity (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// When documents become searchable.
+    /// When documents become searchable (default `"none"`: the index's refresh interval).
+    #[serde(default)]
     pub refresh: Refresh,
-    /// Upper bound for one bulk request body; a batch is sent in several requests above it.
+    /// Upper bound for one bulk request body; a batch is sent in several requests above it
+    /// (default 8 MiB).
+    #[serde(default = "max_bulk_bytes")]
     pub max_bulk_bytes: usize,
-    /// Headers (e.g. `Authorization: ApiKey …`) and timeouts.
+    /// Headers (e.g. `Authorization: ApiKey …`) and timeouts (default: the shared
+    /// [`HttpSettings`]).
+    #[serde(default)]
     pub http: HttpSettings,
+}
+
+/// The default of [`ElasticsearchSinkConfig::max_bulk_bytes`].
+fn max_bulk_bytes() -> usize {
+    8 << 20
 }
 
 impl ElasticsearchSinkConfig {
@@ -64,12 +90,45 @@ impl ElasticsearchSinkConfig {
         Self {
             url: url.into(),
             index: index.into(),
-            mode: IndexMode::Index,
-            shape: DocumentShape::Envelope,
+            mode: IndexMode::default(),
+            shape: DocumentShape::default(),
             scope: Scope::default(),
-            refresh: Refresh::None,
-            max_bulk_bytes: 8 << 20,
+            refresh: Refresh::default(),
+            max_bulk_bytes: max_bulk_bytes(),
             http: HttpSettings::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "url = \"http://es:9200\"\nindex = \"i\"\n";
+        let read: ElasticsearchSinkConfig = toml::from_str(text).unwrap();
+        let new = ElasticsearchSinkConfig::new("http://es:9200", "i");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = format!(
+            "{text}mode = \"data_stream\"\nshape = \"merged\"\nnamespace = \"east\"\n\
+             refresh = \"wait_for\"\nmax_bulk_bytes = 1024\n\
+             [http]\nheaders = {{ Authorization = \"ApiKey s3cret\" }}\n"
+        );
+        let read: ElasticsearchSinkConfig = toml::from_str(&full).unwrap();
+        assert_eq!(read.mode, IndexMode::DataStream);
+        assert_eq!(read.shape, DocumentShape::Merged);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.refresh, Refresh::WaitFor);
+        assert_eq!(read.max_bulk_bytes, 1024);
+        assert!(!format!("{read:?}").contains("s3cret"), "Debug must redact");
+        let back: ElasticsearchSinkConfig =
+            toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(back.http.headers, read.http.headers);
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let err = toml::from_str::<ElasticsearchSinkConfig>(&format!("{text}refesh = \"x\"\n"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("refesh"), "{err}");
     }
 }
