@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
+use pico_sink::config::{millis, namespace, pairs};
 use pico_sink::identity::{IdempotencyKeyStyle, Scope};
+use serde::{Deserialize, Serialize};
 
-/// How a batch is written in the request body.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How a batch is written in the request body; in a file `"json_array"` or `"ndjson"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BodyFormat {
     /// One JSON array of envelopes (`application/json`).
     #[default]
@@ -25,27 +28,105 @@ impl BodyFormat {
 }
 
 /// Configuration of [`crate::HttpSink`]. `Debug` redacts credential headers and the HMAC
-/// secret.
-#[derive(Clone)]
+/// secret. Read from a file with serde: `url` is required, the rest defaults as
+/// [`HttpSinkConfig::new`] says; an unknown key is refused with its name.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct HttpSinkConfig {
     /// Where batches are POSTed.
     pub url: String,
-    /// Body format.
+    /// Body format (default `"json_array"`).
+    #[serde(default)]
     pub format: BodyFormat,
-    /// Namespace for every identity.
+    /// Namespace for every identity (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// How the `Idempotency-Key` is written (readable, or HMAC under a secret).
+    /// How the `Idempotency-Key` is written: readable, or HMAC under a secret; in a file
+    /// `key_secret = "…"` selects the HMAC (default: readable).
+    #[serde(
+        rename = "key_secret",
+        with = "key_secret",
+        default,
+        skip_serializing_if = "key_secret::is_readable"
+    )]
     pub key_style: IdempotencyKeyStyle,
-    /// Extra headers on every request (authorization etc.).
+    /// Extra headers on every request (authorization etc.); in a file a table (default: none).
+    #[serde(with = "pairs", default)]
     pub headers: Vec<(String, String)>,
-    /// Whole-request timeout.
+    /// Whole-request timeout (`request_timeout_ms`, default 30 000).
+    #[serde(
+        rename = "request_timeout_ms",
+        with = "millis",
+        default = "request_timeout"
+    )]
     pub request_timeout: Duration,
-    /// TCP/TLS connect timeout.
+    /// TCP/TLS connect timeout (`connect_timeout_ms`, default 5 000).
+    #[serde(
+        rename = "connect_timeout_ms",
+        with = "millis",
+        default = "connect_timeout"
+    )]
     pub connect_timeout: Duration,
     /// Whether the endpoint honours `Idempotency-Key`; only changes what
-    /// [`pico_sink::Sink::describe`] claims, since the sink cannot know.
+    /// [`pico_sink::Sink::describe`] claims, since the sink cannot know (default `true`).
+    #[serde(default = "endpoint_honours_key")]
     pub endpoint_honours_key: bool,
+}
+
+/// The default of [`HttpSinkConfig::request_timeout`].
+fn request_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+/// The default of [`HttpSinkConfig::connect_timeout`].
+fn connect_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// The default of [`HttpSinkConfig::endpoint_honours_key`].
+fn endpoint_honours_key() -> bool {
+    true
+}
+
+/// [`HttpSinkConfig::key_style`] in a file: the HMAC secret as a string, absent for readable
+/// keys.
+mod key_secret {
+    use pico_sink::Secret;
+    use pico_sink::identity::IdempotencyKeyStyle;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        style: &IdempotencyKeyStyle,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match style {
+            IdempotencyKeyStyle::Readable => serializer.serialize_none(),
+            IdempotencyKeyStyle::Keyed { secret } => std::str::from_utf8(secret)
+                .map_err(|_| serde::ser::Error::custom("key_secret is not UTF-8"))?
+                .serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<IdempotencyKeyStyle, D::Error> {
+        Ok(match Option::<Secret>::deserialize(deserializer)? {
+            Some(secret) => IdempotencyKeyStyle::Keyed {
+                secret: secret.expose().as_bytes().to_vec(),
+            },
+            None => IdempotencyKeyStyle::Readable,
+        })
+    }
+
+    pub(super) fn is_readable(style: &IdempotencyKeyStyle) -> bool {
+        *style == IdempotencyKeyStyle::Readable
+    }
 }
 
 impl std::fmt::Debug for HttpSinkConfig {
@@ -72,13 +153,57 @@ impl HttpSinkConfig {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            format: BodyFormat::JsonArray,
+            format: BodyFormat::default(),
             scope: Scope::default(),
-            key_style: IdempotencyKeyStyle::Readable,
+            key_style: IdempotencyKeyStyle::default(),
             headers: Vec::new(),
-            request_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            endpoint_honours_key: true,
+            request_timeout: request_timeout(),
+            connect_timeout: connect_timeout(),
+            endpoint_honours_key: endpoint_honours_key(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "url = \"http://in:8080/batches\"\n";
+        let read: HttpSinkConfig = toml::from_str(text).unwrap();
+        let new = HttpSinkConfig::new("http://in:8080/batches");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = format!(
+            "{text}format = \"ndjson\"\nnamespace = \"east\"\nkey_secret = \"hm4c\"\n\
+             request_timeout_ms = 1000\nconnect_timeout_ms = 200\nendpoint_honours_key = false\n\
+             headers = {{ Authorization = \"Bearer t0ken\", X-Tenant = \"a\" }}\n"
+        );
+        let read: HttpSinkConfig = toml::from_str(&full).unwrap();
+        assert_eq!(read.format, BodyFormat::Ndjson);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(
+            read.key_style,
+            IdempotencyKeyStyle::Keyed {
+                secret: b"hm4c".to_vec()
+            }
+        );
+        assert_eq!(read.request_timeout, Duration::from_secs(1));
+        assert_eq!(read.connect_timeout, Duration::from_millis(200));
+        assert!(!read.endpoint_honours_key);
+        assert_eq!(read.headers[1], ("X-Tenant".into(), "a".into()));
+        let debug = format!("{read:?}");
+        assert!(
+            !debug.contains("hm4c") && !debug.contains("t0ken"),
+            "{debug}"
+        );
+        let back: HttpSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(back.key_style, read.key_style);
+        assert_eq!(back.headers, read.headers);
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let err = toml::from_str::<HttpSinkConfig>(&format!("{text}timeout_ms = 1\n"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("timeout_ms"), "{err}");
     }
 }
