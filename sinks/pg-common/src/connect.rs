@@ -9,21 +9,41 @@ use serde::{Deserialize, Serialize};
 
 pub use deadpool_postgres::{Pool, PoolError};
 
-/// How to reach the server. `Debug` redacts the password in `url`.
+/// How to reach the server. `Debug` redacts the password in `url`. In a configuration file (a
+/// sink's `connection` table) `url` is required, the rest defaults as
+/// [`ConnectionConfig::new`] says, and an unknown key is refused with its name.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ConnectionConfig {
     /// `postgres://user:password@host:port/db?sslmode=prefer` (key=value strings work too).
     pub url: String,
-    /// Most connections the pool opens. One sink instance serves every partition of a process
-    /// and uses one connection per batch in flight, so this bounds the batches written at once;
-    /// more concurrent batches wait for a free connection.
+    /// Most connections the pool opens (default 2). One sink instance serves every partition of
+    /// a process and uses one connection per batch in flight, so this bounds the batches
+    /// written at once; more concurrent batches wait for a free connection.
+    #[serde(default = "pool_size")]
     pub pool_size: usize,
-    /// Connect timeout.
-    #[serde(with = "millis")]
+    /// Connect timeout (`connect_timeout_ms`, default 10 000).
+    #[serde(
+        rename = "connect_timeout_ms",
+        with = "pico_sink::config::millis",
+        default = "connect_timeout"
+    )]
     pub connect_timeout: Duration,
-    /// PEM file with extra root certificates (a private CA); the webpki roots are always trusted.
+    /// PEM file with extra root certificates (a private CA); the webpki roots are always trusted
+    /// (default: none).
+    #[serde(default)]
     pub tls_ca_file: Option<String>,
+}
+
+/// The default of [`ConnectionConfig::pool_size`].
+fn pool_size() -> usize {
+    2
+}
+
+/// The default of [`ConnectionConfig::connect_timeout`].
+fn connect_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl std::fmt::Debug for ConnectionConfig {
@@ -42,24 +62,10 @@ impl ConnectionConfig {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            pool_size: 2,
-            connect_timeout: Duration::from_secs(10),
+            pool_size: pool_size(),
+            connect_timeout: connect_timeout(),
             tls_ca_file: None,
         }
-    }
-}
-
-mod millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_millis() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(d)?))
     }
 }
 

@@ -14,8 +14,11 @@ pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-/// A table in a schema.
+/// A table in a schema. In a configuration file either its name as [`QualifiedTable::parse`]
+/// reads it (`table = "sales.orders"`) or both parts (`table = { schema = "sales", table =
+/// "orders" }`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "TableName")]
 pub struct QualifiedTable {
     /// Schema name (`public` by default).
     pub schema: String,
@@ -62,6 +65,24 @@ impl QualifiedTable {
             )));
         }
         Ok(())
+    }
+}
+
+/// How a configuration file names a table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TableName {
+    Text(String),
+    Parts { schema: String, table: String },
+}
+
+impl TryFrom<TableName> for QualifiedTable {
+    type Error = String;
+    fn try_from(name: TableName) -> Result<Self, Self::Error> {
+        Ok(match name {
+            TableName::Text(text) => Self::parse(&text),
+            TableName::Parts { schema, table } => Self::new(schema, table),
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`RedshiftSinkConfig`].
 
 use pico_pg_common::{ConflictAction, ConnectionConfig, MappedColumn, QualifiedTable};
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
@@ -26,30 +27,49 @@ pub enum UpsertStrategy {
     DeleteInsert,
 }
 
-/// Configuration of [`crate::RedshiftSink`]; the same shape as the Postgres sink's.
+/// Configuration of [`crate::RedshiftSink`]; the same shape as the Postgres sink's. Read from a
+/// file with serde: `connection` (with its `url`) and `table` are required, the rest defaults
+/// as [`RedshiftSinkConfig::new`] says; an unknown key is refused with its name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RedshiftSinkConfig {
     /// Server and pool.
     pub connection: ConnectionConfig,
-    /// Target table.
+    /// Target table (`"orders"` is `public.orders`, or `"schema.orders"`).
     pub table: QualifiedTable,
-    /// Create the schema and table at `open` when missing.
+    /// Create the schema and table at `open` when missing (default `true`).
+    #[serde(default = "yes")]
     pub create_if_missing: bool,
     /// On an existing key: overwrite, keep, or reject a record whose payload differs from the
-    /// row's (`on_changed` in a configuration file is the same setting).
-    #[serde(alias = "on_changed")]
+    /// row's (`on_changed` in a configuration file is the same setting; default `"update"`).
+    #[serde(default, alias = "on_changed")]
     pub conflict: ConflictAction,
-    /// Keep the whole payload in `value` (false: only the mapped columns).
+    /// Keep the whole payload in `value` (false: only the mapped columns; default `true`).
+    #[serde(default = "yes")]
     pub keep_value: bool,
-    /// Payload fields written to their own columns.
+    /// Payload fields written to their own columns (default: none).
+    #[serde(default)]
     pub mapped_columns: Vec<MappedColumn>,
-    /// Namespace that qualifies `pico_topic`.
+    /// Namespace that qualifies `pico_topic` (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Statement dialect.
+    /// Statement dialect (default `"redshift"`).
+    #[serde(default)]
     pub dialect: Dialect,
-    /// MERGE or DELETE + INSERT.
+    /// MERGE or DELETE + INSERT (default `"merge"`).
+    #[serde(default)]
     pub strategy: UpsertStrategy,
+}
+
+/// The default of the switches that are on unless turned off.
+fn yes() -> bool {
+    true
 }
 
 impl RedshiftSinkConfig {
@@ -59,13 +79,13 @@ impl RedshiftSinkConfig {
         Self {
             connection: ConnectionConfig::new(url),
             table: QualifiedTable::parse(&table.into()),
-            create_if_missing: true,
-            conflict: ConflictAction::Update,
-            keep_value: true,
+            create_if_missing: yes(),
+            conflict: ConflictAction::default(),
+            keep_value: yes(),
             mapped_columns: Vec::new(),
             scope: Scope::default(),
-            dialect: Dialect::Redshift,
-            strategy: UpsertStrategy::Merge,
+            dialect: Dialect::default(),
+            strategy: UpsertStrategy::default(),
         }
     }
 
@@ -73,5 +93,33 @@ impl RedshiftSinkConfig {
     /// pool knows the cluster.
     pub fn for_table(table: impl Into<String>) -> Self {
         Self::new("", table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "table = \"orders\"\n[connection]\nurl = \"postgres://u:pw@rs/d\"\n";
+        let read: RedshiftSinkConfig = toml::from_str(text).unwrap();
+        let new = RedshiftSinkConfig::new("postgres://u:pw@rs/d", "orders");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = "table = \"s.t\"\nconflict = \"keep\"\nnamespace = \"east\"\n\
+                    dialect = \"postgres-stand-in\"\nstrategy = \"delete-insert\"\n\
+                    [connection]\nurl = \"postgres://rs/d\"\n";
+        let read: RedshiftSinkConfig = toml::from_str(full).unwrap();
+        assert_eq!(read.table, QualifiedTable::new("s", "t"));
+        assert_eq!(read.conflict, ConflictAction::Nothing);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.dialect, Dialect::PostgresStandIn);
+        assert_eq!(read.strategy, UpsertStrategy::DeleteInsert);
+        let back: RedshiftSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let err = toml::from_str::<RedshiftSinkConfig>(&format!("stratgy = \"merge\"\n{text}"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("stratgy"), "{err}");
     }
 }
