@@ -54,6 +54,50 @@ pub mod namespace {
     }
 }
 
+/// A name and its secret (`(String, Secret)`: an access key and its secret key, a user and a
+/// password) as a table with the destination's own key names, e.g.
+/// `credentials = { access_key = "…", secret_key = "…" }`. Each sink declares its pair with
+/// [`credentials_as!`](crate::credentials_as).
+#[macro_export]
+macro_rules! credentials_as {
+    ($module:ident, $name:literal, $secret:literal) => {
+        /// `#[serde(with = …)]` for `Option<(String, Secret)>` as a table of
+        #[doc = concat!("`", $name, "` and `", $secret, "`.")]
+        mod $module {
+            use serde::{Deserialize, Deserializer, Serialize, Serializer};
+            use $crate::Secret;
+
+            #[derive(Serialize, Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Pair {
+                #[serde(rename = $name)]
+                name: String,
+                #[serde(rename = $secret)]
+                secret: Secret,
+            }
+
+            pub(super) fn serialize<S: Serializer>(
+                value: &Option<(String, Secret)>,
+                serializer: S,
+            ) -> Result<S::Ok, S::Error> {
+                value
+                    .as_ref()
+                    .map(|(name, secret)| Pair {
+                        name: name.clone(),
+                        secret: secret.clone(),
+                    })
+                    .serialize(serializer)
+            }
+
+            pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<Option<(String, Secret)>, D::Error> {
+                Ok(Option::<Pair>::deserialize(deserializer)?.map(|p| (p.name, p.secret)))
+            }
+        }
+    };
+}
+
 /// `#[serde(with = "pico_sink::config::pairs")]`: name–value pairs (`Vec<(String, String)>`,
 /// such as extra headers) as a table, in the order the file gives them.
 pub mod pairs {

@@ -1,11 +1,15 @@
 //! [`DeltaSinkConfig`].
 
 use pico_sink::CommitPolicy;
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::DeltaSink`]. `Debug` redacts secret storage options.
+/// Configuration of [`crate::DeltaSink`]. `Debug` redacts secret storage options. Read from a
+/// file with serde: `location` is required, the rest defaults as [`DeltaSinkConfig::new`] says;
+/// an unknown key is refused with its name.
 #[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DeltaSinkConfig {
     /// Table location: a local path or a URL (`file:///…`, or `s3://bucket/path` with the
@@ -14,16 +18,26 @@ pub struct DeltaSinkConfig {
     /// Object-store options (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_REGION`, `AWS_ALLOW_HTTP`, …). On S3 a commit is a conditional PUT of the next log
     /// entry (`If-None-Match: *`), so the store must honour it (AWS S3, MinIO, SeaweedFS do);
-    /// no lock table is needed.
+    /// no lock table is needed. Default: none.
     #[serde(default)]
     pub storage_options: std::collections::HashMap<String, String>,
-    /// Create the table when missing.
+    /// Create the table when missing (default `true`).
+    #[serde(default = "create_if_missing")]
     pub create_if_missing: bool,
-    /// `delta.checkpointInterval` for tables the sink creates.
+    /// `delta.checkpointInterval` for tables the sink creates (default 10).
+    #[serde(default = "checkpoint_interval")]
     pub checkpoint_interval: u32,
-    /// Commit attempts per batch when other writers keep taking the next version.
+    /// Commit attempts per batch when other writers keep taking the next version (default 32).
+    #[serde(default = "commit_attempts")]
     pub commit_attempts: u32,
-    /// Namespace qualifying `pico_topic` and the application id.
+    /// Namespace qualifying `pico_topic` and the application id (`namespace = "cluster-a"`;
+    /// default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
     /// How many records a runtime gathers into one batch, that is into one table commit
     /// ([`pico_sink::Sink::commit_policy`]); default 500 000 records, 64 MiB or 60 s. Every
@@ -31,6 +45,21 @@ pub struct DeltaSinkConfig {
     /// records leave many small files and a long log.
     #[serde(default)]
     pub commit: CommitPolicy,
+}
+
+/// The default of [`DeltaSinkConfig::create_if_missing`].
+fn create_if_missing() -> bool {
+    true
+}
+
+/// The default of [`DeltaSinkConfig::checkpoint_interval`].
+fn checkpoint_interval() -> u32 {
+    10
+}
+
+/// The default of [`DeltaSinkConfig::commit_attempts`].
+fn commit_attempts() -> u32 {
+    32
 }
 
 impl std::fmt::Debug for DeltaSinkConfig {
@@ -56,9 +85,9 @@ impl DeltaSinkConfig {
         Self {
             location: location.into(),
             storage_options: std::collections::HashMap::new(),
-            create_if_missing: true,
-            checkpoint_interval: 10,
-            commit_attempts: 32,
+            create_if_missing: create_if_missing(),
+            checkpoint_interval: checkpoint_interval(),
+            commit_attempts: commit_attempts(),
             scope: Scope::default(),
             commit: CommitPolicy::default(),
         }
@@ -68,6 +97,32 @@ impl DeltaSinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "location = \"s3://b/t\"\n";
+        let read: DeltaSinkConfig = toml::from_str(text).unwrap();
+        let new = DeltaSinkConfig::new("s3://b/t");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = format!(
+            "{text}create_if_missing = false\ncheckpoint_interval = 5\ncommit_attempts = 3\n\
+             namespace = \"east\"\n[storage_options]\nAWS_SECRET_ACCESS_KEY = \"s3cr3t\"\n\
+             [commit]\nmax_latency_ms = 1000\n"
+        );
+        let read: DeltaSinkConfig = toml::from_str(&full).unwrap();
+        assert!(!read.create_if_missing);
+        assert_eq!((read.checkpoint_interval, read.commit_attempts), (5, 3));
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.storage_options["AWS_SECRET_ACCESS_KEY"], "s3cr3t");
+        assert_eq!(read.commit.max_latency_ms, 1000);
+        assert!(!format!("{read:?}").contains("s3cr3t"), "Debug must redact");
+        let back: DeltaSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let err = toml::from_str::<DeltaSinkConfig>(&format!("{text}checkpoint = 1\n"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("checkpoint"), "{err}");
+    }
 
     #[test]
     fn debug_redacts_secret_storage_options() {

@@ -3,33 +3,74 @@
 use std::time::Duration;
 
 use pico_sink::Secret;
+use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Configuration of [`crate::S3Sink`]. `Debug` never prints the secret key.
+/// Configuration of [`crate::S3Sink`]. `Debug` never prints the secret key. Read from a file
+/// with serde: `bucket` is required, the rest defaults as [`S3SinkConfig::new`] says; an unknown
+/// key is refused with its name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct S3SinkConfig {
     /// Bucket.
     pub bucket: String,
-    /// Key prefix (no leading or trailing `/` needed).
+    /// Key prefix, no leading or trailing `/` needed (default: none).
+    #[serde(default)]
     pub prefix: String,
-    /// Endpoint for S3-compatible stores (`http://127.0.0.1:8333`); `None` for AWS.
+    /// Endpoint for S3-compatible stores (`http://127.0.0.1:8333`); `None` for AWS (default).
+    #[serde(default)]
     pub endpoint: Option<String>,
-    /// Region.
+    /// Region (default `"us-east-1"`).
+    #[serde(default = "region")]
     pub region: String,
-    /// Path-style addressing (most S3-compatible stores need it).
+    /// Path-style addressing, which most S3-compatible stores need (default `true`).
+    #[serde(default = "yes")]
     pub force_path_style: bool,
-    /// Access key and secret; `None` reads `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
+    /// Access key and secret, in a file `credentials = { access_key = "…", secret_key = "…" }`;
+    /// `None` (default) reads `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
+    #[serde(with = "keys", default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<(String, Secret)>,
-    /// Gzip the JSON lines.
+    /// Gzip the JSON lines (default `false`).
+    #[serde(default)]
     pub gzip: bool,
-    /// Create the bucket at `open` when missing.
+    /// Create the bucket at `open` when missing (default `false`).
+    #[serde(default)]
     pub create_bucket: bool,
-    /// Namespace of every identity (a key segment of its own).
+    /// Namespace of every identity, a key segment of its own (`namespace = "cluster-a"`;
+    /// default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Per-request timeout.
+    /// Per-request timeout (`request_timeout_ms`, default 30 000).
+    #[serde(
+        rename = "request_timeout_ms",
+        with = "millis",
+        default = "request_timeout"
+    )]
     pub request_timeout: Duration,
+}
+
+pico_sink::credentials_as!(keys, "access_key", "secret_key");
+
+/// The default of [`S3SinkConfig::region`].
+fn region() -> String {
+    "us-east-1".into()
+}
+
+/// The default of [`S3SinkConfig::force_path_style`].
+fn yes() -> bool {
+    true
+}
+
+/// The default of [`S3SinkConfig::request_timeout`].
+fn request_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 impl S3SinkConfig {
@@ -39,13 +80,13 @@ impl S3SinkConfig {
             bucket: bucket.into(),
             prefix: prefix.into(),
             endpoint: None,
-            region: "us-east-1".into(),
-            force_path_style: true,
+            region: region(),
+            force_path_style: yes(),
             credentials: None,
             gzip: false,
             create_bucket: false,
             scope: Scope::default(),
-            request_timeout: Duration::from_secs(30),
+            request_timeout: request_timeout(),
         }
     }
 
@@ -87,5 +128,49 @@ mod tests {
             text.contains("AKIA") && !text.contains("wJalrXUtnFEMI"),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod config_file_tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "bucket = \"b\"\n";
+        let read: S3SinkConfig = toml::from_str(text).unwrap();
+        let new = S3SinkConfig::new("b", "");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = "bucket = \"b\"\nprefix = \"p\"\nendpoint = \"http://s3:8333\"\n\
+                    region = \"eu-west-1\"\nforce_path_style = false\ngzip = true\n\
+                    create_bucket = true\nnamespace = \"east\"\nrequest_timeout_ms = 900\n\
+                    credentials = { access_key = \"AK\", secret_key = \"s3cr3t\" }\n";
+        let read: S3SinkConfig = toml::from_str(full).unwrap();
+        assert_eq!(read.prefix, "p");
+        assert_eq!(read.endpoint.as_deref(), Some("http://s3:8333"));
+        assert_eq!(read.region, "eu-west-1");
+        assert!(!read.force_path_style && read.gzip && read.create_bucket);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.request_timeout, Duration::from_millis(900));
+        let (access, secret) = read.credentials.clone().unwrap();
+        assert_eq!((access.as_str(), secret.expose()), ("AK", "s3cr3t"));
+        assert!(!format!("{read:?}").contains("s3cr3t"), "Debug must redact");
+        let back: S3SinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        assert_eq!(back.credentials.unwrap().1.expose(), "s3cr3t");
+        for typo in [
+            "regoin = \"x\"\n",
+            "credentials = { access_key = \"a\", secret = \"s\" }\n",
+        ] {
+            let err = toml::from_str::<S3SinkConfig>(&format!("{text}{typo}"))
+                .err()
+                .unwrap();
+            let key = if typo.starts_with("cred") {
+                "secret"
+            } else {
+                "regoin"
+            };
+            assert!(err.to_string().contains(key), "{err}");
+        }
     }
 }
