@@ -3,22 +3,31 @@
 use std::time::Duration;
 
 use pico_sink::Secret;
+use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Which write API.
+/// Which write API; in a file an `[api]` table with `version = "v1"` or `"v2"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "version", rename_all = "lowercase")]
+#[serde(tag = "version", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Api {
     /// InfluxDB 1.x: `POST /write?db=…&rp=…&precision=ns`.
     V1 {
         /// Database.
         database: String,
-        /// Retention policy (server default when `None`).
+        /// Retention policy (default: the server's).
+        #[serde(default)]
         retention_policy: Option<String>,
-        /// `user:password` for basic auth, if enabled.
+        /// User and password for basic auth, if enabled; in a file
+        /// `credentials = { user = "…", password = "…" }` (default: none).
+        #[serde(
+            with = "user_password",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         credentials: Option<(String, Secret)>,
-        /// `CREATE DATABASE` at open when missing.
+        /// `CREATE DATABASE` at open when missing (default `true`).
+        #[serde(default = "create_database")]
         create_database: bool,
     },
     /// InfluxDB 2.x / 3.x: `POST /api/v2/write?org=…&bucket=…&precision=ns`, token auth.
@@ -32,22 +41,36 @@ pub enum Api {
     },
 }
 
-/// How a JSON payload becomes a point.
+pico_sink::credentials_as!(user_password, "user", "password");
+
+/// The default of `Api::V1::create_database`.
+fn create_database() -> bool {
+    true
+}
+
+/// How a JSON payload becomes a point; in a file `[payload.json]` with `measurement` required.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PointMapping {
     /// Measurement name.
     pub measurement: String,
-    /// Payload fields written as tags (their string form).
+    /// Payload fields written as tags, their string form (default: none).
+    #[serde(default)]
     pub tags: Vec<String>,
-    /// Payload fields written as fields; empty means every field that is not a tag or the time.
+    /// Payload fields written as fields; empty (the default) means every field that is not a
+    /// tag or the time.
+    #[serde(default)]
     pub fields: Vec<String>,
-    /// Payload field holding the time in ms since the epoch (number) — `None`: the record's
-    /// timestamp.
+    /// Payload field holding the time in ms since the epoch (number) — `None` (the default):
+    /// the record's timestamp.
+    #[serde(default)]
     pub time_field: Option<String>,
 }
 
-/// What a record's value holds.
+/// What a record's value holds; in a file `payload = "line_protocol"` or a `[payload.json]`
+/// table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Payload {
     /// A JSON object mapped to one point.
     Json(PointMapping),
@@ -55,8 +78,9 @@ pub enum Payload {
     LineProtocol,
 }
 
-/// What to do with a record that has no timestamp.
+/// What to do with a record that has no timestamp; in a file `"reject"` or `"record_offset"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TimestampPolicy {
     /// Reject it with its offset (the default: a made-up time would mislead queries).
     #[default]
@@ -66,8 +90,11 @@ pub enum TimestampPolicy {
     RecordOffset,
 }
 
-/// Configuration of [`crate::InfluxSink`]. `Debug` never prints the token or password.
+/// Configuration of [`crate::InfluxSink`]. `Debug` never prints the token or password. Read
+/// from a file with serde: `url`, `[api]` and `payload` are required, the rest defaults as
+/// [`InfluxSinkConfig::v1`] says; an unknown key is refused with its name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct InfluxSinkConfig {
     /// Base URL (`http://host:8086`).
@@ -76,12 +103,29 @@ pub struct InfluxSinkConfig {
     pub api: Api,
     /// Payload mapping.
     pub payload: Payload,
-    /// Records without timestamp.
+    /// Records without timestamp (default `"reject"`).
+    #[serde(default)]
     pub timestamp_policy: TimestampPolicy,
-    /// Namespace qualifying `pico_topic`.
+    /// Namespace qualifying `pico_topic` (`namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
-    /// Request timeout.
+    /// Request timeout (`request_timeout_ms`, default 30 000).
+    #[serde(
+        rename = "request_timeout_ms",
+        with = "millis",
+        default = "request_timeout"
+    )]
     pub request_timeout: Duration,
+}
+
+/// The default of [`InfluxSinkConfig::request_timeout`].
+fn request_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 impl InfluxSinkConfig {
@@ -93,12 +137,12 @@ impl InfluxSinkConfig {
                 database: database.into(),
                 retention_policy: None,
                 credentials: None,
-                create_database: true,
+                create_database: create_database(),
             },
             payload,
-            timestamp_policy: TimestampPolicy::Reject,
+            timestamp_policy: TimestampPolicy::default(),
             scope: Scope::default(),
-            request_timeout: Duration::from_secs(30),
+            request_timeout: request_timeout(),
         }
     }
 
@@ -125,6 +169,62 @@ impl InfluxSinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "url = \"http://h:8086\"\npayload = \"line_protocol\"\n\
+                    [api]\nversion = \"v1\"\ndatabase = \"db\"\n";
+        let read: InfluxSinkConfig = toml::from_str(text).unwrap();
+        let new = InfluxSinkConfig::v1("http://h:8086", "db", Payload::LineProtocol);
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let v1 = "url = \"http://h:8086\"\ntimestamp_policy = \"record_offset\"\n\
+                  namespace = \"east\"\nrequest_timeout_ms = 700\n\
+                  [api]\nversion = \"v1\"\ndatabase = \"db\"\nretention_policy = \"rp\"\n\
+                  create_database = false\ncredentials = { user = \"u\", password = \"pa55\" }\n\
+                  [payload.json]\nmeasurement = \"m\"\ntags = [\"site\"]\ntime_field = \"ts\"\n";
+        let read: InfluxSinkConfig = toml::from_str(v1).unwrap();
+        assert_eq!(read.timestamp_policy, TimestampPolicy::RecordOffset);
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.request_timeout, Duration::from_millis(700));
+        let Api::V1 {
+            credentials,
+            create_database,
+            retention_policy,
+            ..
+        } = &read.api
+        else {
+            panic!("{:?}", read.api);
+        };
+        assert_eq!(credentials.as_ref().unwrap().1.expose(), "pa55");
+        assert!(!create_database);
+        assert_eq!(retention_policy.as_deref(), Some("rp"));
+        let Payload::Json(mapping) = &read.payload else {
+            panic!("{:?}", read.payload);
+        };
+        assert_eq!((mapping.tags.len(), mapping.fields.len()), (1, 0));
+        assert!(!format!("{read:?}").contains("pa55"), "Debug must redact");
+        let back: InfluxSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(back.api, read.api);
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let v2 = "url = \"http://h:8086\"\npayload = \"line_protocol\"\n\
+                  [api]\nversion = \"v2\"\norg = \"o\"\nbucket = \"b\"\ntoken = \"t0k\"\n";
+        let read: InfluxSinkConfig = toml::from_str(v2).unwrap();
+        assert!(matches!(&read.api, Api::V2 { token, .. } if token.expose() == "t0k"));
+        for typo in ["datbase = \"x\"\n", "[payload.json]\nmeasurment = \"m\"\n"] {
+            let text = if typo.starts_with('[') {
+                format!("url = \"u\"\n[api]\nversion = \"v1\"\ndatabase = \"d\"\n{typo}")
+            } else {
+                format!("url = \"u\"\npayload = \"line_protocol\"\n[api]\nversion = \"v1\"\n{typo}")
+            };
+            let err = toml::from_str::<InfluxSinkConfig>(&text).err().unwrap();
+            let key = typo
+                .trim_start_matches("[payload.json]\n")
+                .split(' ')
+                .next()
+                .unwrap();
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
 
     #[test]
     fn debug_never_prints_the_token_or_password() {
