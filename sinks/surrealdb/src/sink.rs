@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
 use pico_sink::{
     Batch, CHANGED_REASON, Claim, ConflictAction, Description, EnvelopeHeader, Outcome, Payload,
@@ -14,21 +15,41 @@ use surrealdb::engine::any::Any;
 use tokio::sync::OnceCell;
 use tracing::{debug, warn};
 
-/// Configuration of [`SurrealSink`]. `Debug` never prints the password.
+/// Configuration of [`SurrealSink`]. `Debug` never prints the password. Read from a file with
+/// serde: `url` and `table` are required, the rest defaults as [`SurrealSinkConfig::new`] says;
+/// an unknown key is refused with its name. In a file SurrealDB's namespace is
+/// `surreal_namespace`, so that `namespace` names the identity's namespace as in every other
+/// sink.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SurrealSinkConfig {
     /// `ws://host:8000`, `wss://…`, or `mem://` for the embedded engine (feature `embedded`).
     pub url: String,
-    /// Namespace (SurrealDB's).
+    /// SurrealDB's namespace (in a file `surreal_namespace`; default `"pico"`).
+    #[serde(rename = "surreal_namespace", default = "pico")]
     pub namespace: String,
-    /// Database.
+    /// Database (default `"pico"`).
+    #[serde(default = "pico")]
     pub database: String,
     /// Table.
     pub table: String,
-    /// Root user and password for remote servers.
+    /// Root user and password for remote servers; in a file
+    /// `credentials = { user = "…", password = "…" }` (default: none).
+    #[serde(
+        with = "user_password",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub credentials: Option<(String, Secret)>,
-    /// Identity scope (qualifies `pico_topic` and the record ids).
+    /// Identity scope, qualifying `pico_topic` and the record ids (in a file
+    /// `namespace = "cluster-a"`; default: none).
+    #[serde(
+        rename = "namespace",
+        with = "namespace",
+        default,
+        skip_serializing_if = "namespace::is_unset"
+    )]
     pub scope: Scope,
     /// What happens to a record whose id the table holds with another payload (told by the
     /// stored `pico_digest`); also read as `on_changed`. Default: overwrite.
@@ -36,13 +57,20 @@ pub struct SurrealSinkConfig {
     pub conflict: ConflictAction,
 }
 
+pico_sink::credentials_as!(user_password, "user", "password");
+
+/// The default of [`SurrealSinkConfig::namespace`] and [`SurrealSinkConfig::database`].
+fn pico() -> String {
+    "pico".into()
+}
+
 impl SurrealSinkConfig {
     /// Settings for a table.
     pub fn new(url: impl Into<String>, table: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            namespace: "pico".into(),
-            database: "pico".into(),
+            namespace: pico(),
+            database: pico(),
             table: table.into(),
             credentials: None,
             scope: Scope::default(),
@@ -379,6 +407,33 @@ impl Sink for SurrealSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_config_reads_from_toml_with_defaults_and_refuses_unknown_keys() {
+        let text = "url = \"ws://db:8000\"\ntable = \"t\"\n";
+        let read: SurrealSinkConfig = toml::from_str(text).unwrap();
+        let new = SurrealSinkConfig::new("ws://db:8000", "t");
+        assert_eq!(format!("{read:?}"), format!("{new:?}"));
+        let full = format!(
+            "{text}surreal_namespace = \"ns\"\ndatabase = \"d\"\nnamespace = \"east\"\n\
+             on_changed = \"reject\"\ncredentials = {{ user = \"root\", password = \"r00t\" }}\n"
+        );
+        let read: SurrealSinkConfig = toml::from_str(&full).unwrap();
+        assert_eq!(
+            (read.namespace.as_str(), read.database.as_str()),
+            ("ns", "d")
+        );
+        assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
+        assert_eq!(read.conflict, ConflictAction::Reject);
+        assert_eq!(read.credentials.as_ref().unwrap().1.expose(), "r00t");
+        assert!(!format!("{read:?}").contains("r00t"), "Debug must redact");
+        let back: SurrealSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{read:?}"));
+        let err = toml::from_str::<SurrealSinkConfig>(&format!("{text}databse = \"d\"\n"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("databse"), "{err}");
+    }
 
     /// An unconnected client is enough: the refusals come before any request.
     #[tokio::test]
