@@ -10,7 +10,7 @@
 //!   destination came back;
 //! - group: partitions that moved from one member to another;
 //! - flaky: requests and answers cut, and the retries: batches the runtime retried and requests
-//!   the sink's own client retried. One answer is cut for certain ([`cut_one_answer`]): the
+//!   the sink's own client retried. One answer is cut for certain (`cut_one_answer`): the
 //!   random draws alone cut nothing in some short runs.
 
 use std::collections::{BTreeMap, BTreeSet};

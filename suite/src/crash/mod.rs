@@ -385,7 +385,7 @@ pub(crate) type Produced = BTreeMap<(u32, u64), u64>;
 const SESSION: Duration = Duration::from_secs(6);
 
 /// The flaky case's network: the conformance suite's [`Flaky::SUITE`], 1 % of requests and 3 %
-/// of answers cut, and one answer cut for certain ([`faults::cut_one_answer`]). At these rates
+/// of answers cut, and one answer cut for certain (`faults::cut_one_answer`). At these rates
 /// a sink that sends one request per batch over one connection met no cut at all in some
 /// reduced runs (0, 2, 3 and 5 cuts in four runs of the HTTP endpoint), and a case whose fault
 /// left no trace fails; three times these rates (tried on e48315d) left the PostgreSQL sink,
