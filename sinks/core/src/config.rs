@@ -145,6 +145,59 @@ pub mod pairs {
     }
 }
 
+/// What a sink crate's tests check of its configuration's file form (feature `testing`).
+#[cfg(feature = "testing")]
+pub mod checks {
+    use std::fmt::Debug;
+
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+
+    /// Reads `text` as TOML, or panics with the error (a test helper).
+    pub fn read<C: DeserializeOwned>(text: &str) -> C {
+        toml::from_str(text).unwrap_or_else(|e| panic!("{e}\nin:\n{text}"))
+    }
+
+    /// Checks a configuration's file form and returns `full` read, for the caller's own
+    /// assertions on each key: `minimal` (the required keys) reads as `expected` (compared
+    /// through `Debug`, which redacts secrets); `full` written back and read again is the same
+    /// configuration; each `(text, key)` of `refused` is refused with `key` in the error.
+    /// Panics on the first that does not hold.
+    pub fn file_form<C>(minimal: &str, expected: &C, full: &str, refused: &[(&str, &str)]) -> C
+    where
+        C: Serialize + DeserializeOwned + Debug,
+    {
+        let read: C = self::read(minimal);
+        assert_eq!(
+            format!("{read:?}"),
+            format!("{expected:?}"),
+            "minimal: {minimal}"
+        );
+        let full: C = self::read(full);
+        let written =
+            toml::to_string(&full).unwrap_or_else(|e| panic!("writing {full:?} back: {e}"));
+        let again: C = self::read(&written);
+        assert_eq!(
+            format!("{again:?}"),
+            format!("{full:?}"),
+            "written: {written}"
+        );
+        // Secrets are redacted in `Debug`; written out they are whole, so this compares them.
+        let twice = toml::to_string(&again).unwrap_or_else(|e| panic!("writing again: {e}"));
+        assert_eq!(
+            twice, written,
+            "a second round trip changed the configuration"
+        );
+        for (text, key) in refused {
+            match toml::from_str::<C>(text) {
+                Ok(c) => panic!("{key:?} was not refused: {c:?}\nin:\n{text}"),
+                Err(e) => assert!(e.to_string().contains(key), "{key:?} not named: {e}"),
+            }
+        }
+        full
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};

@@ -169,20 +169,27 @@ impl InfluxSinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pico_sink::config::checks::file_form;
 
     #[test]
     fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
-        let text = "url = \"http://h:8086\"\npayload = \"line_protocol\"\n\
-                    [api]\nversion = \"v1\"\ndatabase = \"db\"\n";
-        let read: InfluxSinkConfig = toml::from_str(text).unwrap();
+        let api = "[api]\nversion = \"v1\"\ndatabase = \"db\"\n";
+        let text = format!("url = \"http://h:8086\"\npayload = \"line_protocol\"\n{api}");
+        let full = "url = \"http://h:8086\"\ntimestamp_policy = \"record_offset\"\n\
+                    namespace = \"east\"\nrequest_timeout_ms = 700\n\
+                    [api]\nversion = \"v1\"\ndatabase = \"db\"\nretention_policy = \"rp\"\n\
+                    create_database = false\ncredentials = { user = \"u\", password = \"pa55\" }\n\
+                    [payload.json]\nmeasurement = \"m\"\ntags = [\"site\"]\ntime_field = \"ts\"\n";
         let new = InfluxSinkConfig::v1("http://h:8086", "db", Payload::LineProtocol);
-        assert_eq!(format!("{read:?}"), format!("{new:?}"));
-        let v1 = "url = \"http://h:8086\"\ntimestamp_policy = \"record_offset\"\n\
-                  namespace = \"east\"\nrequest_timeout_ms = 700\n\
-                  [api]\nversion = \"v1\"\ndatabase = \"db\"\nretention_policy = \"rp\"\n\
-                  create_database = false\ncredentials = { user = \"u\", password = \"pa55\" }\n\
-                  [payload.json]\nmeasurement = \"m\"\ntags = [\"site\"]\ntime_field = \"ts\"\n";
-        let read: InfluxSinkConfig = toml::from_str(v1).unwrap();
+        let (in_api, in_payload) = (
+            format!("{text}datbase = \"x\"\n"),
+            format!("url = \"u\"\n{api}[payload.json]\nmeasurment = \"m\"\n"),
+        );
+        let refused = [
+            (in_api.as_str(), "datbase"),
+            (in_payload.as_str(), "measurment"),
+        ];
+        let read = file_form(&text, &new, full, &refused);
         assert_eq!(read.timestamp_policy, TimestampPolicy::RecordOffset);
         assert_eq!(read.scope.namespace().unwrap().as_str(), "east");
         assert_eq!(read.request_timeout, Duration::from_millis(700));
@@ -203,27 +210,11 @@ mod tests {
         };
         assert_eq!((mapping.tags.len(), mapping.fields.len()), (1, 0));
         assert!(!format!("{read:?}").contains("pa55"), "Debug must redact");
-        let back: InfluxSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
-        assert_eq!(back.api, read.api);
-        assert_eq!(format!("{back:?}"), format!("{read:?}"));
-        let v2 = "url = \"http://h:8086\"\npayload = \"line_protocol\"\n\
-                  [api]\nversion = \"v2\"\norg = \"o\"\nbucket = \"b\"\ntoken = \"t0k\"\n";
-        let read: InfluxSinkConfig = toml::from_str(v2).unwrap();
-        assert!(matches!(&read.api, Api::V2 { token, .. } if token.expose() == "t0k"));
-        for typo in ["datbase = \"x\"\n", "[payload.json]\nmeasurment = \"m\"\n"] {
-            let text = if typo.starts_with('[') {
-                format!("url = \"u\"\n[api]\nversion = \"v1\"\ndatabase = \"d\"\n{typo}")
-            } else {
-                format!("url = \"u\"\npayload = \"line_protocol\"\n[api]\nversion = \"v1\"\n{typo}")
-            };
-            let err = toml::from_str::<InfluxSinkConfig>(&text).err().unwrap();
-            let key = typo
-                .trim_start_matches("[payload.json]\n")
-                .split(' ')
-                .next()
-                .unwrap();
-            assert!(err.to_string().contains(key), "{err}");
-        }
+        let v2: InfluxSinkConfig = pico_sink::config::checks::read(
+            "url = \"http://h:8086\"\npayload = \"line_protocol\"\n\
+             [api]\nversion = \"v2\"\norg = \"o\"\nbucket = \"b\"\ntoken = \"t0k\"\n",
+        );
+        assert!(matches!(&v2.api, Api::V2 { token, .. } if token.expose() == "t0k"));
     }
 
     #[test]

@@ -107,20 +107,29 @@ impl PostgresSinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pico_sink::config::checks::file_form;
 
     #[test]
     fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
         let text = "table = \"sales.orders\"\n[connection]\nurl = \"postgres://u:pw@db/d\"\n";
-        let read: PostgresSinkConfig = toml::from_str(text).unwrap();
-        let new = PostgresSinkConfig::new("postgres://u:pw@db/d", "sales.orders");
-        assert_eq!(format!("{read:?}"), format!("{new:?}"));
         let full = "table = { schema = \"s\", table = \"t.x\" }\ncreate_if_missing = false\n\
                     on_changed = \"reject\"\nvalue_column = \"bytea\"\nkeep_value = false\n\
                     namespace = \"east\"\ncopy_threshold = 10\n\
                     mapped_columns = [{ column = \"v\", field = \"/a\", sql_type = \"bigint\" }]\n\
                     [connection]\nurl = \"postgres://db/d\"\npool_size = 8\n\
                     connect_timeout_ms = 250\ntls_ca_file = \"/ca.pem\"\n";
-        let read: PostgresSinkConfig = toml::from_str(full).unwrap();
+        let new = PostgresSinkConfig::new("postgres://u:pw@db/d", "sales.orders");
+        let refused = [
+            (
+                "copy_treshold = 1\ntable = \"t\"\n[connection]\nurl = \"x\"\n",
+                "copy_treshold",
+            ),
+            (
+                "table = \"t\"\n[connection]\nurl = \"x\"\npoolsize = 1\n",
+                "poolsize",
+            ),
+        ];
+        let read = file_form(text, &new, full, &refused);
         assert_eq!(read.table, QualifiedTable::new("s", "t.x"));
         assert!(!read.create_if_missing && !read.keep_value);
         assert_eq!(read.conflict, ConflictAction::Reject);
@@ -133,21 +142,5 @@ mod tests {
             read.connection.connect_timeout,
             std::time::Duration::from_millis(250)
         );
-        let back: PostgresSinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
-        assert_eq!(format!("{back:?}"), format!("{read:?}"));
-        for typo in [
-            "copy_treshold = 1\n",
-            "[connection]\nurl = \"x\"\npoolsize = 1\n",
-        ] {
-            let text = format!("table = \"t\"\n{typo}");
-            let text = if typo.starts_with('[') {
-                text
-            } else {
-                format!("{text}[connection]\nurl = \"x\"\n")
-            };
-            let err = toml::from_str::<PostgresSinkConfig>(&text).err().unwrap();
-            let key = typo.rsplit('\n').nth(1).unwrap().split(' ').next().unwrap();
-            assert!(err.to_string().contains(key), "{err}");
-        }
     }
 }

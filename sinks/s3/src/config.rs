@@ -134,18 +134,24 @@ mod tests {
 #[cfg(test)]
 mod config_file_tests {
     use super::*;
+    use pico_sink::config::checks::file_form;
 
     #[test]
     fn reads_from_toml_with_defaults_and_refuses_unknown_keys() {
         let text = "bucket = \"b\"\n";
-        let read: S3SinkConfig = toml::from_str(text).unwrap();
-        let new = S3SinkConfig::new("b", "");
-        assert_eq!(format!("{read:?}"), format!("{new:?}"));
         let full = "bucket = \"b\"\nprefix = \"p\"\nendpoint = \"http://s3:8333\"\n\
                     region = \"eu-west-1\"\nforce_path_style = false\ngzip = true\n\
                     create_bucket = true\nnamespace = \"east\"\nrequest_timeout_ms = 900\n\
                     credentials = { access_key = \"AK\", secret_key = \"s3cr3t\" }\n";
-        let read: S3SinkConfig = toml::from_str(full).unwrap();
+        let new = S3SinkConfig::new("b", "");
+        let refused = [
+            ("bucket = \"b\"\nregoin = \"x\"\n", "regoin"),
+            (
+                "bucket = \"b\"\ncredentials = { access_key = \"a\", secret = \"s\" }\n",
+                "secret",
+            ),
+        ];
+        let read = file_form(text, &new, full, &refused);
         assert_eq!(read.prefix, "p");
         assert_eq!(read.endpoint.as_deref(), Some("http://s3:8333"));
         assert_eq!(read.region, "eu-west-1");
@@ -155,22 +161,5 @@ mod config_file_tests {
         let (access, secret) = read.credentials.clone().unwrap();
         assert_eq!((access.as_str(), secret.expose()), ("AK", "s3cr3t"));
         assert!(!format!("{read:?}").contains("s3cr3t"), "Debug must redact");
-        let back: S3SinkConfig = toml::from_str(&toml::to_string(&read).unwrap()).unwrap();
-        assert_eq!(format!("{back:?}"), format!("{read:?}"));
-        assert_eq!(back.credentials.unwrap().1.expose(), "s3cr3t");
-        for typo in [
-            "regoin = \"x\"\n",
-            "credentials = { access_key = \"a\", secret = \"s\" }\n",
-        ] {
-            let err = toml::from_str::<S3SinkConfig>(&format!("{text}{typo}"))
-                .err()
-                .unwrap();
-            let key = if typo.starts_with("cred") {
-                "secret"
-            } else {
-                "regoin"
-            };
-            assert!(err.to_string().contains(key), "{err}");
-        }
     }
 }
