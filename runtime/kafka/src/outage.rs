@@ -27,21 +27,26 @@ pub(crate) struct Outage {
 }
 
 impl Outage {
-    /// An outage whose first round of `attempts` just failed, bounded by `limit`
-    /// (`retry.max_retry_duration_ms`; `None`: unbounded).
-    pub(crate) fn begin(attempts: u32, limit: Option<Duration>) -> Self {
-        Self {
-            since: Instant::now(),
-            rounds: 1,
-            attempts,
-            limit,
+    /// A round of `attempts` failed: the outage in `slot` goes on, or one begins there, bounded
+    /// by `limit` (`retry.max_retry_duration_ms`; `None`: unbounded).
+    pub(crate) fn round_failed(
+        slot: &mut Option<Outage>,
+        attempts: u32,
+        limit: Option<Duration>,
+    ) -> &mut Outage {
+        match slot {
+            Some(o) => {
+                o.rounds += 1;
+                o.attempts = o.attempts.saturating_add(attempts);
+                o
+            }
+            None => slot.insert(Self {
+                since: Instant::now(),
+                rounds: 1,
+                attempts,
+                limit,
+            }),
         }
-    }
-
-    /// Another round of `attempts` failed.
-    pub(crate) fn failed_again(&mut self, attempts: u32) {
-        self.rounds += 1;
-        self.attempts = self.attempts.saturating_add(attempts);
     }
 
     /// Whether `retry.max_retry_duration_ms` has passed since the first failed round.
@@ -116,13 +121,7 @@ pub(crate) async fn open_through_outage<F: Future<Output = ()>>(
             }
             Err(other) => return Err(Exit::GaveUp(format!("opening the sink: {other}"))),
         };
-        let o = match &mut outage {
-            Some(o) => {
-                o.failed_again(made);
-                o
-            }
-            None => outage.insert(Outage::begin(made, limit)),
-        };
+        let o = Outage::round_failed(&mut outage, made, limit);
         if o.past_limit() {
             error!(attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), "destination unavailable: giving up opening the sink");
             return Err(Exit::GaveUp(format!(

@@ -427,13 +427,7 @@ async fn deliver_through_outage(
                 return delivered;
             }
         };
-        let o = match &mut outage {
-            Some(o) => {
-                o.failed_again(made);
-                o
-            }
-            None => outage.insert(Outage::begin(made, kit.max_retry_duration)),
-        };
+        let o = Outage::round_failed(&mut outage, made, kit.max_retry_duration);
         let over = o.past_limit();
         if over || kit.shared.draining.load(Ordering::SeqCst) {
             error!(batch = %batch.id(), attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
