@@ -23,7 +23,7 @@ pub struct ClickHouseSinkConfig {
     /// User and password, if any; in a file `credentials = { user = "…", password = "…" }`
     /// (default: none).
     #[serde(
-        with = "user_password",
+        with = "pico_sink::config::user_password",
         default,
         skip_serializing_if = "Option::is_none"
     )]
@@ -56,8 +56,6 @@ pub struct ClickHouseSinkConfig {
     #[serde(default)]
     pub mapped_columns: Vec<pico_sink::MappedColumn>,
 }
-
-pico_sink::credentials_as!(user_password, "user", "password");
 
 /// The default of [`ClickHouseSinkConfig::create_if_missing`].
 fn create_if_missing() -> bool {

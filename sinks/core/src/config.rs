@@ -1,8 +1,9 @@
 //! What every sink configuration shares when it is read from a file (a pipeline file's
 //! `[sink]` section): durations written as whole milliseconds, the unit pipeline files use
 //! everywhere (`request_timeout_ms = 30000`), and the identity's scope written as its
-//! namespace (`namespace = "cluster-a"`, validated; absent: no namespace), and name–value pairs
-//! (headers) as a table in the file's order (`headers = { Authorization = "Bearer …" }`).
+//! namespace (`namespace = "cluster-a"`, validated; absent: no namespace), name–value pairs
+//! (headers) as a table in the file's order (`headers = { Authorization = "Bearer …" }`), and a
+//! name with its secret as a table ([`user_password`], [`access_key`]).
 //!
 //! Every `*SinkConfig` derives `Deserialize` with `deny_unknown_fields`, so a misspelt key is
 //! refused with its name, and gives each optional field the default its `new` documents.
@@ -54,18 +55,15 @@ pub mod namespace {
     }
 }
 
-/// A name and its secret (`(String, Secret)`: an access key and its secret key, a user and a
-/// password) as a table with the destination's own key names, e.g.
-/// `credentials = { access_key = "…", secret_key = "…" }`. Each sink declares its pair with
-/// [`credentials_as!`](crate::credentials_as).
-#[macro_export]
+/// Declares a module for `#[serde(with = …)]` that reads and writes a name and its secret
+/// (`Option<(String, Secret)>`) as a table with the given key names.
 macro_rules! credentials_as {
-    ($module:ident, $name:literal, $secret:literal) => {
-        /// `#[serde(with = …)]` for `Option<(String, Secret)>` as a table of
-        #[doc = concat!("`", $name, "` and `", $secret, "`.")]
-        mod $module {
+    ($(#[$doc:meta])* $module:ident, $name:literal, $secret:literal) => {
+        $(#[$doc])*
+        pub mod $module {
             use serde::{Deserialize, Deserializer, Serialize, Serializer};
-            use $crate::Secret;
+
+            use crate::Secret;
 
             #[derive(Serialize, Deserialize)]
             #[serde(deny_unknown_fields)]
@@ -76,7 +74,8 @@ macro_rules! credentials_as {
                 secret: Secret,
             }
 
-            pub(super) fn serialize<S: Serializer>(
+            /// Writes the pair as a table (callers skip `None`).
+            pub fn serialize<S: Serializer>(
                 value: &Option<(String, Secret)>,
                 serializer: S,
             ) -> Result<S::Ok, S::Error> {
@@ -89,7 +88,8 @@ macro_rules! credentials_as {
                     .serialize(serializer)
             }
 
-            pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+            /// Reads the table; a key other than the two is refused with its name.
+            pub fn deserialize<'de, D: Deserializer<'de>>(
                 deserializer: D,
             ) -> Result<Option<(String, Secret)>, D::Error> {
                 Ok(Option::<Pair>::deserialize(deserializer)?.map(|p| (p.name, p.secret)))
@@ -97,6 +97,22 @@ macro_rules! credentials_as {
         }
     };
 }
+
+credentials_as!(
+    /// `#[serde(with = "pico_sink::config::user_password")]`: a user and its password as
+    /// `credentials = { user = "…", password = "…" }`.
+    user_password,
+    "user",
+    "password"
+);
+
+credentials_as!(
+    /// `#[serde(with = "pico_sink::config::access_key")]`: an access key and its secret as
+    /// `credentials = { access_key = "…", secret_key = "…" }`.
+    access_key,
+    "access_key",
+    "secret_key"
+);
 
 /// `#[serde(with = "pico_sink::config::pairs")]`: name–value pairs (`Vec<(String, String)>`,
 /// such as extra headers) as a table, in the order the file gives them.

@@ -21,7 +21,7 @@ pub enum Api {
         /// User and password for basic auth, if enabled; in a file
         /// `credentials = { user = "…", password = "…" }` (default: none).
         #[serde(
-            with = "user_password",
+            with = "pico_sink::config::user_password",
             default,
             skip_serializing_if = "Option::is_none"
         )]
@@ -40,8 +40,6 @@ pub enum Api {
         token: Secret,
     },
 }
-
-pico_sink::credentials_as!(user_password, "user", "password");
 
 /// The default of `Api::V1::create_database`.
 fn create_database() -> bool {

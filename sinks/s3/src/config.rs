@@ -30,7 +30,11 @@ pub struct S3SinkConfig {
     pub force_path_style: bool,
     /// Access key and secret, in a file `credentials = { access_key = "…", secret_key = "…" }`;
     /// `None` (default) reads `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
-    #[serde(with = "keys", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "pico_sink::config::access_key",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub credentials: Option<(String, Secret)>,
     /// Gzip the JSON lines (default `false`).
     #[serde(default)]
@@ -55,8 +59,6 @@ pub struct S3SinkConfig {
     )]
     pub request_timeout: Duration,
 }
-
-pico_sink::credentials_as!(keys, "access_key", "secret_key");
 
 /// The default of [`S3SinkConfig::region`].
 fn region() -> String {

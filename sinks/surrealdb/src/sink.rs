@@ -37,7 +37,7 @@ pub struct SurrealSinkConfig {
     /// Root user and password for remote servers; in a file
     /// `credentials = { user = "…", password = "…" }` (default: none).
     #[serde(
-        with = "user_password",
+        with = "pico_sink::config::user_password",
         default,
         skip_serializing_if = "Option::is_none"
     )]
@@ -56,8 +56,6 @@ pub struct SurrealSinkConfig {
     #[serde(default, alias = "on_changed")]
     pub conflict: ConflictAction,
 }
-
-pico_sink::credentials_as!(user_password, "user", "password");
 
 /// The default of [`SurrealSinkConfig::namespace`] and [`SurrealSinkConfig::database`].
 fn pico() -> String {
