@@ -194,7 +194,7 @@ impl<S: Sink> Sink for HoldAfterWrite<S> {
     }
 }
 
-#[cfg(all(test, feature = "stdout"))]
+#[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 

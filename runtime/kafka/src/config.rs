@@ -17,10 +17,14 @@
 //! [dead_letter]
 //! topic = "orders-dlq"
 //!
+//! # the sink crate's own configuration (its README lists the keys); see [`crate::sinks`]
 //! [sink]
 //! kind = "postgres"
-//! url = "postgres://app:secret@db/orders"
 //! table = "orders"
+//! namespace = "cluster-a"
+//!
+//! [sink.connection]
+//! url = "postgres://app:secret@db/orders"
 //! ```
 
 use std::collections::BTreeMap;

@@ -136,7 +136,6 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "stdout")]
     #[tokio::test]
     async fn ack_before_durable_confirms_a_batch_the_destination_does_not_hold_yet() {
         use pico_sink::Record;

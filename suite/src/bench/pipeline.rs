@@ -91,10 +91,10 @@ async fn end_to_end(brokers: &str, topic: &str, pg_url: &str) -> Result<(Duratio
     let pipeline = pico_kafka::config::Pipeline::from_toml(&format!(
         "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\
          properties = {{ \"auto.offset.reset\" = \"earliest\" }}\n\n\
-         [sink]\nkind = \"postgres\"\nurl = \"{pg_url}\"\ntable = \"e2e\"\n"
+         [sink]\nkind = \"postgres\"\ntable = \"e2e\"\n[sink.connection]\nurl = \"{pg_url}\"\n"
     ))
     .map_err(|e| e.to_string())?;
-    let sink = pipeline.sink.build().map_err(|e| e.to_string())?;
+    let sink = pipeline.sink.build().await.map_err(|e| e.to_string())?;
     let ends = {
         let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
         tokio::task::spawn_blocking(move || high_watermarks(&brokers, &topic))

@@ -55,9 +55,9 @@ async fn shutdown_signal() {
     info!("signal received");
 }
 
-fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
+async fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
     let chaos = &pipeline.chaos;
-    let sink = pipeline.sink.build().map_err(|e| e.to_string())?;
+    let sink = pipeline.sink.build().await.map_err(|e| e.to_string())?;
     #[cfg(feature = "mutants")]
     if let Some(mutant) = chaos.mutant {
         tracing::warn!(
@@ -123,7 +123,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let sink = match runtime.block_on(async { build(&pipeline) }) {
+    let sink = match runtime.block_on(build(&pipeline)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -43,9 +43,9 @@ impl RuntimeDestination for PgRuntime {
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
-            "[sink]\nkind = \"postgres\"\nurl = {}\ntable = {}\npool_size = 4\n",
-            toml_string(&self.0.url_via(via)?),
-            toml_string(&table_of(isolation))
+            "[sink]\nkind = \"postgres\"\ntable = {}\n[sink.connection]\nurl = {}\npool_size = 4\n",
+            toml_string(&table_of(isolation)),
+            toml_string(&self.0.url_via(via)?)
         ))
     }
 

@@ -53,7 +53,7 @@ impl RuntimeDestination for S3Runtime {
 
     fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
-            "[sink]\nkind = \"s3\"\nbucket = \"{BUCKET}\"\nprefix = {}\nendpoint = \"http://{via}\"\naccess_key = {}\nsecret_key = {}\n",
+            "[sink]\nkind = \"s3\"\nbucket = \"{BUCKET}\"\nprefix = {}\nendpoint = \"http://{via}\"\ncredentials = {{ access_key = {}, secret_key = {} }}\n",
             toml_string(isolation),
             toml_string(&self.0.access_key),
             toml_string(&self.0.secret_key)
