@@ -21,7 +21,8 @@ use pico_suite::serve::kafka::Broker;
 #[derive(Parser)]
 #[command(name = "pico-crash", version, about = "The runtime's crash suite")]
 struct Cli {
-    /// Only these sinks (repeatable): postgres, clickhouse, s3, delta-s3, http-honouring.
+    /// Only these sinks (repeatable): http-honouring, postgres, s3, clickhouse, delta-s3, and
+    /// the smoke tests (the kill case with one effective kill): meilisearch, ….
     #[arg(long = "sink")]
     sinks: Vec<String>,
     /// Only these cases (repeatable): kill, panic, broker, destination, group, flaky.
@@ -83,15 +84,22 @@ struct Shared<'a> {
 async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
     let destination = CrashDestination::provide(sink).await?;
     let info = destination.info().await;
+    // A smoke test: the kill case alone, with one effective kill.
+    let (size, cases): (Size, Vec<Case>) = if sink.smoke() {
+        let kill = shared.cases.iter().copied().filter(|&c| c == Case::Kill);
+        (Size::smoke(shared.size), kill.collect())
+    } else {
+        (shared.size, shared.cases.to_vec())
+    };
     let bench = Bench {
         broker: shared.broker,
         destination: &destination,
         runtime: shared.runtime,
         work: shared.work,
-        size: shared.size,
+        size,
     };
     let mut results = Vec::new();
-    for &case in shared.cases {
+    for case in cases {
         eprintln!("[{}] {} ...", sink.id(), case.id());
         let result = run_case(&bench, sink, case).await;
         eprintln!(

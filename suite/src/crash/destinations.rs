@@ -42,6 +42,11 @@ impl CrashSink {
         self.0.keyed
     }
 
+    /// Whether only its smoke test runs ([`Runtime::smoke`]).
+    pub fn smoke(self) -> bool {
+        self.0.smoke
+    }
+
     /// Its place in the registry: report order. By id, which is unique: the registry is a
     /// `const`, so two references to one entry need not be one address.
     fn position(self) -> usize {
@@ -151,8 +156,12 @@ impl CrashDestination {
     }
 
     /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).
-    pub fn sink_toml(&self, isolation: &str, via: std::net::SocketAddr) -> Result<String, String> {
-        self.0.sink_toml(isolation, via)
+    pub async fn sink_toml(
+        &self,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        self.0.sink_toml(isolation, via).await
     }
 
     /// What `isolation` holds for `topic`.
@@ -180,8 +189,21 @@ mod tests {
         let ids: Vec<&str> = CrashSink::all().iter().map(|s| s.id()).collect();
         assert_eq!(
             ids,
-            ["http-honouring", "postgres", "s3", "clickhouse", "delta-s3"]
+            [
+                "http-honouring",
+                "postgres",
+                "s3",
+                "clickhouse",
+                "delta-s3",
+                "meilisearch"
+            ]
         );
+        let smoke: Vec<&str> = CrashSink::all()
+            .into_iter()
+            .filter(|s| s.smoke())
+            .map(CrashSink::id)
+            .collect();
+        assert_eq!(smoke, ["meilisearch"]);
         let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "ids are unique");
         assert_eq!(CrashSink::POSTGRES.id(), "postgres");

@@ -144,6 +144,14 @@ impl Size {
     };
 }
 
+impl Size {
+    /// A smoke test's size ([`crate::destinations::runtime::Runtime::smoke`]): `size`'s records
+    /// and rate, one effective kill.
+    pub fn smoke(size: Size) -> Size {
+        Size { kills: 1, ..size }
+    }
+}
+
 /// What one case measured.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CaseResult {
@@ -501,7 +509,10 @@ async fn run_case_inner(
     broker.create_topic(&dlq, 1).await?;
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
-    let sink_toml = bench.destination.sink_toml(&isolation, proxy.addr())?;
+    let sink_toml = bench
+        .destination
+        .sink_toml(&isolation, proxy.addr())
+        .await?;
     let dir = bench.work.join(format!("{}-{label}-{id}", sink.id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let marker = dir.join("panicked");

@@ -270,6 +270,20 @@ pub fn render(report: &CrashReport) -> String {
         report.broker.version,
         at_once(report.jobs)
     );
+    let smoke: Vec<&str> = CrashSink::all()
+        .into_iter()
+        .filter(|s| s.smoke() && report.results.iter().any(|r| r.sink == *s))
+        .map(CrashSink::id)
+        .collect();
+    if !smoke.is_empty() {
+        let _ = writeln!(
+            md,
+            "Smoke tests ({}): each of these sinks runs under pico-kafka in the kill case alone, \
+             with one effective kill at the same size, and is judged as above (–: a case not run \
+             for a smoke test).\n",
+            smoke.join(", ")
+        );
+    }
     let _ = writeln!(
         md,
         "Legend: ✓ within the bound · ✗ loss or too many duplicates · n/a not applicable here · \
@@ -298,6 +312,7 @@ pub fn render(report: &CrashReport) -> String {
                 Some(r) => {
                     let _ = write!(md, " {} |", cell(r));
                 }
+                None if sink.smoke() => md.push_str(" – |"),
                 None => md.push_str(" not run |"),
             }
         }

@@ -113,9 +113,12 @@ pub const ALL: &[Entry] = &[
         vec![Box::new(elasticsearch::ElasticsearchTarget)]
     }),
     Entry::of("mongodb", || vec![Box::new(mongodb::MongoTarget)]),
-    Entry::of("meilisearch", || {
-        vec![Box::new(meilisearch::MeilisearchTarget)]
-    }),
+    Entry {
+        runtime: Some(&meilisearch::runtime::RUNTIME),
+        ..Entry::of("meilisearch", || {
+            vec![Box::new(meilisearch::MeilisearchTarget)]
+        })
+    },
     Entry {
         bench: Some(|size| Box::pin(quickwit::bench::quickwit(size))),
         ..Entry::of("quickwit", || vec![Box::new(quickwit::QuickwitTarget)])

@@ -8,7 +8,10 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 
 use async_trait::async_trait;
-use pico_conformance::target::{ReadRow, ServerInfo};
+use pico_conformance::target::{Destination, ReadRow, ServerInfo};
+use serde::Serialize;
+
+use crate::serve::{ServedDestination, Server, Store};
 
 /// What a destination holds for one topic.
 #[derive(Debug, Default)]
@@ -31,7 +34,7 @@ pub trait RuntimeDestination: Send + Sync {
     /// only its host and port count.
     fn upstream(&self) -> Result<String, String>;
     /// The `[sink]` section writing into `isolation`, connecting through `via` (the proxy).
-    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String>;
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String>;
     /// What `isolation` holds for `topic`.
     async fn read(&self, isolation: &str, topic: &str) -> Result<Stored, String>;
     /// Stops what was started.
@@ -57,6 +60,9 @@ pub struct Runtime {
     /// or a watermark); otherwise a replay with other batch boundaries repeats records, at most
     /// what was in flight at each interruption.
     pub keyed: bool,
+    /// Whether the crash suite runs only its smoke test: the kill case with one effective
+    /// kill (a sink shown to run under pico-kafka, not put through the whole failure matrix).
+    pub smoke: bool,
     /// How to start it.
     pub provide: Provide,
 }
@@ -72,6 +78,79 @@ where
             .await
             .map(|d| Box::new(d) as Box<dyn RuntimeDestination>)
     })
+}
+
+/// A conformance destination on a served server, run under pico-kafka: its [`Store`] writes
+/// the `[sink]` section ([`Store::sink_section`]), and one topic's rows are read through the
+/// same settle and paged read-back as the conformance judge's (every row the destination
+/// holds, not a deduplicated view).
+pub struct ServedRuntime<St: Store>(ServedDestination<St>);
+
+impl<St: Store> ServedRuntime<St> {
+    /// Runs `destination` under pico-kafka.
+    pub fn new(destination: ServedDestination<St>) -> Self {
+        Self(destination)
+    }
+}
+
+#[async_trait]
+impl<St: Store> RuntimeDestination for ServedRuntime<St> {
+    async fn info(&self) -> ServerInfo {
+        self.0.info.clone()
+    }
+
+    fn upstream(&self) -> Result<String, String> {
+        Ok(self.0.served.server().url().to_owned())
+    }
+
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+        self.0
+            .store
+            .sink_section(&self.0.served, isolation, via)
+            .await
+    }
+
+    async fn read(&self, isolation: &str, topic: &str) -> Result<Stored, String> {
+        self.0.settle(isolation).await?;
+        let mut rows = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.0.read_page(isolation, cursor.as_deref()).await?;
+            rows.extend(page.back.rows.into_iter().filter(|r| &*r.id.topic == topic));
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(Stored {
+            rows,
+            physical: None,
+            note: None,
+        })
+    }
+
+    async fn stop(self: Box<Self>) -> Result<(), String> {
+        Box::new(self.0).shutdown().await
+    }
+}
+
+/// `config` as the `[sink]` section of a pipeline file naming `kind`: the sink crate's own
+/// configuration as it serializes, which pico-kafka reads back with the same type.
+pub(crate) fn sink_section<C: Serialize>(kind: &str, config: &C) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a, C> {
+        sink: Section<'a, C>,
+    }
+    #[derive(Serialize)]
+    struct Section<'a, C> {
+        kind: &'a str,
+        #[serde(flatten)]
+        config: &'a C,
+    }
+    toml::to_string(&File {
+        sink: Section { kind, config },
+    })
+    .map_err(|e| format!("the {kind} configuration as TOML: {e}"))
 }
 
 /// `s` as a TOML basic string.

@@ -93,6 +93,19 @@ pub trait Store: Send + Sync + 'static {
         served: &Served<Self::Server>,
         isolation: &str,
     ) -> Result<Readback, String>;
+    /// The `[sink]` section of a pico-kafka pipeline file writing into `isolation` through
+    /// `via` (the crash suite's fault proxy in front of the server), for the crash suite's
+    /// [`crate::destinations::runtime::ServedRuntime`]; the default: this destination is not
+    /// run under pico-kafka.
+    async fn sink_section(
+        &self,
+        served: &Served<Self::Server>,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        let _ = (served, isolation, via);
+        Err("this destination has no pico-kafka sink section".into())
+    }
     /// One page of what `isolation` holds, from `cursor`; the default is one page,
     /// [`Store::read_back`].
     async fn read_page(

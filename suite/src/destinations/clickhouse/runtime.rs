@@ -23,6 +23,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "clickhouse",
     serde_name: "clickhouse",
     keyed: true,
+    smoke: false,
     provide: || boxed(ChRuntime::provide),
 };
 
@@ -52,7 +53,7 @@ impl RuntimeDestination for ChRuntime {
         Ok(self.0.url().to_owned())
     }
 
-    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
             "[sink]\nkind = \"clickhouse\"\nurl = \"http://{via}\"\ndatabase = \"{DATABASE}\"\ntable = {}\n",
             toml_string(&table_of(isolation))

@@ -18,6 +18,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "delta-s3",
     serde_name: "delta-s3",
     keyed: true,
+    smoke: false,
     provide: || boxed(DeltaS3Runtime::provide),
 };
 
@@ -41,7 +42,7 @@ impl RuntimeDestination for DeltaS3Runtime {
         Ok(self.0.url().to_owned())
     }
 
-    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
             "[sink]\nkind = \"delta\"\nlocation = \"s3://{BUCKET}/{isolation}\"\n[sink.storage_options]\n\
              AWS_ENDPOINT_URL = \"http://{via}\"\nAWS_ACCESS_KEY_ID = {}\nAWS_SECRET_ACCESS_KEY = {}\n\

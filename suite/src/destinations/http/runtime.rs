@@ -17,6 +17,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "http-honouring",
     serde_name: "http",
     keyed: false,
+    smoke: false,
     provide: || boxed(HttpRuntime::provide),
 };
 
@@ -46,7 +47,7 @@ impl RuntimeDestination for HttpRuntime {
         Ok(format!("http://{}", self.0.addr()))
     }
 
-    fn sink_toml(&self, _isolation: &str, via: SocketAddr) -> Result<String, String> {
+    async fn sink_toml(&self, _isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
             "[sink]\nkind = \"http\"\nurl = \"http://{via}/ingest\"\n"
         ))

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use pico_sink_meilisearch::{MeilisearchSink, MeilisearchSinkConfig};
 
 use crate::destinations::read::row_from_document;
+use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
@@ -45,43 +46,48 @@ impl Target for MeilisearchTarget {
         crate::images::image("meilisearch")
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let spec = ContainerSpec {
-            service: "meilisearch",
-            port: 7700,
-            env: vec![
-                ("MEILI_NO_ANALYTICS", "true".into()),
-                ("MEILI_MASTER_KEY", MASTER_KEY.into()),
-            ],
-            ..ContainerSpec::default()
-        };
-        let hosted = provide("meilisearch", provider, spec, "http", Some(&MeiliBinary)).await?;
-        let key = match provider {
-            ProviderKind::External => std::env::var("PICO_MEILISEARCH_KEY").ok(),
-            _ => Some(MASTER_KEY.to_owned()),
-        };
-        wait_http(
-            &format!("{}/health", hosted.url),
-            Duration::from_secs(120),
-            &[],
-            |s, _| s == 200,
-        )
-        .await?;
-        let store = Meili { key };
-        let version = store
-            .get(&hosted, "version")
-            .await
-            .map(|v| v["pkgVersion"].as_str().unwrap_or("unknown").to_owned())
-            .unwrap_or_else(|e| format!("unknown ({e})"));
-        Ok(Box::new(ServedDestination {
-            served: Served::new(hosted),
-            info: ServerInfo {
-                name: "Meilisearch".into(),
-                version,
-            },
-            form: PayloadForm::Json,
-            store,
-        }))
+        Ok(Box::new(serve(provider).await?))
     }
+}
+
+/// A Meilisearch through `provider`, ready, with the key the sink needs.
+pub(super) async fn serve(provider: ProviderKind) -> Result<ServedDestination<Meili>, String> {
+    let spec = ContainerSpec {
+        service: "meilisearch",
+        port: 7700,
+        env: vec![
+            ("MEILI_NO_ANALYTICS", "true".into()),
+            ("MEILI_MASTER_KEY", MASTER_KEY.into()),
+        ],
+        ..ContainerSpec::default()
+    };
+    let hosted = provide("meilisearch", provider, spec, "http", Some(&MeiliBinary)).await?;
+    let key = match provider {
+        ProviderKind::External => std::env::var("PICO_MEILISEARCH_KEY").ok(),
+        _ => Some(MASTER_KEY.to_owned()),
+    };
+    wait_http(
+        &format!("{}/health", hosted.url),
+        Duration::from_secs(120),
+        &[],
+        |s, _| s == 200,
+    )
+    .await?;
+    let store = Meili { key };
+    let version = store
+        .get(&hosted, "version")
+        .await
+        .map(|v| v["pkgVersion"].as_str().unwrap_or("unknown").to_owned())
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    Ok(ServedDestination {
+        served: Served::new(hosted),
+        info: ServerInfo {
+            name: "Meilisearch".into(),
+            version,
+        },
+        form: PayloadForm::Json,
+        store,
+    })
 }
 
 /// Meilisearch as a single binary (the native provider).
@@ -125,11 +131,19 @@ impl BinaryServer for MeiliBinary {
     }
 }
 
-struct Meili {
+/// Meilisearch as the sink and the suite see it: the key they send.
+pub(super) struct Meili {
     key: Option<String>,
 }
 
 impl Meili {
+    /// The sink's configuration writing into index `isolation` at `url`.
+    fn config(&self, url: String, isolation: &str) -> MeilisearchSinkConfig {
+        let mut config = MeilisearchSinkConfig::new(url, isolation);
+        config.api_key = self.key.clone().map(Into::into);
+        config
+    }
+
     /// GET a path; `Ok(Null)` for 404.
     async fn get(&self, hosted: &Hosted, path: &str) -> Result<serde_json::Value, String> {
         let mut request = reqwest::Client::new().get(format!("{}/{path}", hosted.url));
@@ -163,13 +177,23 @@ impl Store for Meili {
         isolation: &str,
     ) -> Result<SinkUnderTest, String> {
         let (url, proxy) = served.proxied("http").await?;
-        let mut config = MeilisearchSinkConfig::new(url, isolation);
-        config.api_key = self.key.clone().map(Into::into);
-        let sink = MeilisearchSink::new(config).map_err(|e| e.to_string())?;
+        let sink = MeilisearchSink::new(self.config(url, isolation)).map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    async fn sink_section(
+        &self,
+        _served: &Served<Hosted>,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        sink_section(
+            "meilisearch",
+            &self.config(format!("http://{via}"), isolation),
+        )
     }
 
     async fn settle(&self, served: &Served<Hosted>, isolation: &str) -> Result<(), String> {

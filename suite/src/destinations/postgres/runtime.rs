@@ -18,6 +18,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "postgres",
     serde_name: "postgres",
     keyed: true,
+    smoke: false,
     provide: || boxed(PgRuntime::provide),
 };
 
@@ -41,7 +42,7 @@ impl RuntimeDestination for PgRuntime {
         Ok(format!("tcp://{}", self.0.socket_addr()?))
     }
 
-    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
             "[sink]\nkind = \"postgres\"\ntable = {}\n[sink.connection]\nurl = {}\npool_size = 4\n",
             toml_string(&table_of(isolation)),

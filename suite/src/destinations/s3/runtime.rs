@@ -20,6 +20,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "s3",
     serde_name: "s3",
     keyed: true,
+    smoke: false,
     provide: || boxed(S3Runtime::provide),
 };
 
@@ -51,7 +52,7 @@ impl RuntimeDestination for S3Runtime {
         Ok(self.0.url().to_owned())
     }
 
-    fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+    async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
         Ok(format!(
             "[sink]\nkind = \"s3\"\nbucket = \"{BUCKET}\"\nprefix = {}\nendpoint = \"http://{via}\"\ncredentials = {{ access_key = {}, secret_key = {} }}\n",
             toml_string(isolation),
