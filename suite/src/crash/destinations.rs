@@ -192,10 +192,12 @@ mod tests {
             [
                 "http-honouring",
                 "postgres",
+                "influxdb",
                 "s3",
                 "clickhouse",
                 "delta-s3",
-                "meilisearch"
+                "meilisearch",
+                "quickwit"
             ]
         );
         let smoke: Vec<&str> = CrashSink::all()
@@ -203,7 +205,7 @@ mod tests {
             .filter(|s| s.smoke())
             .map(CrashSink::id)
             .collect();
-        assert_eq!(smoke, ["meilisearch"]);
+        assert_eq!(smoke, ["influxdb", "meilisearch", "quickwit"]);
         let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "ids are unique");
         assert_eq!(CrashSink::POSTGRES.id(), "postgres");

@@ -80,6 +80,7 @@ pub const ALL: &[Entry] = &[
         ..Entry::of("redshift", || vec![Box::new(postgres::RedshiftTarget)])
     },
     Entry {
+        runtime: Some(&influxdb::runtime::RUNTIME),
         bench: Some(|size| Box::pin(influxdb::bench::influxdb(size))),
         ..Entry::of("influxdb", || vec![Box::new(influxdb::InfluxTarget)])
     },
@@ -120,6 +121,7 @@ pub const ALL: &[Entry] = &[
         })
     },
     Entry {
+        runtime: Some(&quickwit::runtime::RUNTIME),
         bench: Some(|size| Box::pin(quickwit::bench::quickwit(size))),
         ..Entry::of("quickwit", || vec![Box::new(quickwit::QuickwitTarget)])
     },

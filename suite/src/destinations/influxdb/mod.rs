@@ -1,7 +1,8 @@
-//! InfluxDB: its server ([`server`]), the conformance target and the benchmark anchor
-//! ([`mod@bench`]).
+//! InfluxDB: its server ([`server`]), the conformance target, the benchmark anchor
+//! ([`mod@bench`]) and the crash suite's smoke test under pico-kafka.
 
 pub mod bench;
+pub mod runtime;
 pub mod server;
 mod target;
 

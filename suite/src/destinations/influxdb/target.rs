@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::server::{InfluxServer, V2_ORG};
+use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
 use async_trait::async_trait;
@@ -37,20 +38,28 @@ impl Target for InfluxTarget {
         ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let server = InfluxServer::provide(provider).await?;
-        let info = server.info().await;
-        Ok(Box::new(ServedDestination {
-            served: Served::new(server),
-            info,
-            form: PayloadForm::Json,
-            store: InfluxStore {
-                client: reqwest::Client::new(),
-            },
-        }))
+        Ok(Box::new(serve(provider).await?))
     }
 }
 
-struct InfluxStore {
+/// An InfluxDB through `provider` as the sink and the suite see it.
+pub(super) async fn serve(
+    provider: ProviderKind,
+) -> Result<ServedDestination<InfluxStore>, String> {
+    let server = InfluxServer::provide(provider).await?;
+    let info = server.info().await;
+    Ok(ServedDestination {
+        served: Served::new(server),
+        info,
+        form: PayloadForm::Json,
+        store: InfluxStore {
+            client: reqwest::Client::new(),
+        },
+    })
+}
+
+/// InfluxDB as the sink and the suite see it.
+pub(super) struct InfluxStore {
     client: reqwest::Client,
 }
 
@@ -59,6 +68,35 @@ fn database(isolation: &str) -> String {
 }
 
 impl InfluxStore {
+    /// The sink's configuration writing into the database (v1) or bucket (v2, created here)
+    /// of `isolation` at `url`: JSON payloads, `unit` and `region` as tags.
+    async fn config(
+        &self,
+        server: &InfluxServer,
+        url: String,
+        isolation: &str,
+    ) -> Result<InfluxSinkConfig, String> {
+        let mapping = PointMapping {
+            measurement: MEASUREMENT.into(),
+            tags: vec!["unit".into(), "region".into()],
+            fields: Vec::new(),
+            time_field: None,
+        };
+        Ok(match server.v2_token() {
+            Some(token) => {
+                server.v2_bucket(&database(isolation)).await?;
+                InfluxSinkConfig::v2(
+                    url,
+                    V2_ORG,
+                    database(isolation),
+                    token,
+                    Payload::Json(mapping),
+                )
+            }
+            None => InfluxSinkConfig::v1(url, database(isolation), Payload::Json(mapping)),
+        })
+    }
+
     async fn query(
         &self,
         server: &InfluxServer,
@@ -99,32 +137,24 @@ impl Store for InfluxStore {
         served: &Served<InfluxServer>,
         isolation: &str,
     ) -> Result<SinkUnderTest, String> {
-        let server = served.server();
         let (url, proxy) = served.proxied("http").await?;
-        let mapping = PointMapping {
-            measurement: MEASUREMENT.into(),
-            tags: vec!["unit".into(), "region".into()],
-            fields: Vec::new(),
-            time_field: None,
-        };
-        let config = match server.v2_token() {
-            Some(token) => {
-                server.v2_bucket(&database(isolation)).await?;
-                InfluxSinkConfig::v2(
-                    url,
-                    V2_ORG,
-                    database(isolation),
-                    token,
-                    Payload::Json(mapping),
-                )
-            }
-            None => InfluxSinkConfig::v1(url, database(isolation), Payload::Json(mapping)),
-        };
+        let config = self.config(served.server(), url, isolation).await?;
         let sink = InfluxSink::new(config).map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    async fn sink_section(
+        &self,
+        served: &Served<InfluxServer>,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        let url = format!("http://{via}");
+        let config = self.config(served.server(), url, isolation).await?;
+        sink_section("influxdb", &config)
     }
 
     async fn read_back(

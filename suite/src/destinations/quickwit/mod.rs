@@ -1,7 +1,8 @@
-//! Quickwit: the conformance target, [`start`], the node the benchmark also runs on, and the
-//! benchmark anchor ([`mod@bench`]).
+//! Quickwit: the conformance target, [`start`], the node the benchmark also runs on, the
+//! benchmark anchor ([`mod@bench`]) and the crash suite's smoke test under pico-kafka.
 
 pub mod bench;
+pub mod runtime;
 mod target;
 
 pub use target::{QuickwitTarget, start};

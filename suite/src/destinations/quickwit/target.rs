@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 
 use crate::destinations::read::rows_from_hits;
+use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
@@ -41,14 +42,19 @@ impl Target for QuickwitTarget {
         crate::images::image("quickwit")
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let (hosted, info) = start(provider).await?;
-        Ok(Box::new(ServedDestination {
-            served: Served::new(hosted),
-            info,
-            form: PayloadForm::Json,
-            store: Qw,
-        }))
+        Ok(Box::new(serve(provider).await?))
     }
+}
+
+/// A Quickwit node through `provider` as the sink and the suite see it.
+pub(super) async fn serve(provider: ProviderKind) -> Result<ServedDestination<Qw>, String> {
+    let (hosted, info) = start(provider).await?;
+    Ok(ServedDestination {
+        served: Served::new(hosted),
+        info,
+        form: PayloadForm::Json,
+        store: Qw,
+    })
 }
 
 /// A Quickwit node through `provider`, ready, with its version.
@@ -146,7 +152,17 @@ impl BinaryServer for QuickwitBinary {
     }
 }
 
-struct Qw;
+/// Quickwit as the sink and the suite see it.
+pub(super) struct Qw;
+
+impl Qw {
+    /// The sink's configuration writing into index `isolation` at `url`.
+    fn config(&self, url: String, isolation: &str) -> QuickwitSinkConfig {
+        let mut config = QuickwitSinkConfig::new(url, isolation);
+        config.commit_timeout_secs = COMMIT_TIMEOUT_SECS;
+        config
+    }
+}
 
 #[async_trait]
 impl Store for Qw {
@@ -162,13 +178,20 @@ impl Store for Qw {
         isolation: &str,
     ) -> Result<SinkUnderTest, String> {
         let (url, proxy) = served.proxied("http").await?;
-        let mut config = QuickwitSinkConfig::new(url, isolation);
-        config.commit_timeout_secs = COMMIT_TIMEOUT_SECS;
-        let sink = QuickwitSink::new(config).map_err(|e| e.to_string())?;
+        let sink = QuickwitSink::new(self.config(url, isolation)).map_err(|e| e.to_string())?;
         Ok(SinkUnderTest {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    async fn sink_section(
+        &self,
+        _served: &Served<Hosted>,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        sink_section("quickwit", &self.config(format!("http://{via}"), isolation))
     }
 
     /// Documents of an ingest whose answer was lost become searchable at the index's next
