@@ -192,6 +192,7 @@ mod tests {
             [
                 "http-honouring",
                 "postgres",
+                "redshift",
                 "influxdb",
                 "s3",
                 "clickhouse",
@@ -205,7 +206,7 @@ mod tests {
             .filter(|s| s.smoke())
             .map(CrashSink::id)
             .collect();
-        assert_eq!(smoke, ["influxdb", "meilisearch", "quickwit"]);
+        assert_eq!(smoke, ["redshift", "influxdb", "meilisearch", "quickwit"]);
         let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "ids are unique");
         assert_eq!(CrashSink::POSTGRES.id(), "postgres");

@@ -76,6 +76,7 @@ pub const ALL: &[Entry] = &[
         ..Entry::of("postgres", || vec![Box::new(postgres::PostgresTarget)])
     },
     Entry {
+        runtime: Some(&postgres::redshift_runtime::RUNTIME),
         bench: Some(|size| Box::pin(postgres::bench::redshift(size))),
         ..Entry::of("redshift", || vec![Box::new(postgres::RedshiftTarget)])
     },

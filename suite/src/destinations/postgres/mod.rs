@@ -4,6 +4,7 @@
 
 pub mod bench;
 mod redshift;
+pub mod redshift_runtime;
 pub mod runtime;
 pub mod server;
 mod target;

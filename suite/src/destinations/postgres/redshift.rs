@@ -8,8 +8,10 @@ use super::server::PgServer;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, ServerInfo, Target};
 
-use super::target::pg_destination;
+use super::target::{PgStore, pg_destination};
+use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
+use crate::serve::ServedDestination;
 
 /// The Redshift sink, verified on PostgreSQL.
 pub struct RedshiftTarget;
@@ -29,18 +31,32 @@ impl Target for RedshiftTarget {
         ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let server = PgServer::provide(provider).await?;
-        let pg = server.info().await;
-        let info = ServerInfo {
-            name: "PostgreSQL".into(),
-            version: format!("{} standing in for Redshift (no primary key)", pg.version),
-        };
-        Ok(Box::new(pg_destination(server, info, |url, table| {
-            let mut config = RedshiftSinkConfig::new(url, table);
-            config.dialect = Dialect::PostgresStandIn;
-            RedshiftSink::new(config)
+        Ok(Box::new(serve(provider).await?))
+    }
+}
+
+/// PostgreSQL through `provider`, standing in for Redshift, as the sink and the suite see it.
+pub(super) async fn serve(provider: ProviderKind) -> Result<ServedDestination<PgStore>, String> {
+    let server = PgServer::provide(provider).await?;
+    let pg = server.info().await;
+    let info = ServerInfo {
+        name: "PostgreSQL".into(),
+        version: format!("{} standing in for Redshift (no primary key)", pg.version),
+    };
+    let store = PgStore {
+        factory: |url, table| {
+            RedshiftSink::new(config(url, table))
                 .map(|s| std::sync::Arc::new(s) as std::sync::Arc<dyn pico_sink::Sink>)
                 .map_err(|e| e.to_string())
-        })))
-    }
+        },
+        section: |url, table| sink_section("redshift", &config(url, table)),
+    };
+    Ok(pg_destination(server, info, store))
+}
+
+/// The sink's configuration for `table` at `url`, in the dialect of the stand-in.
+fn config(url: String, table: String) -> RedshiftSinkConfig {
+    let mut config = RedshiftSinkConfig::new(url, table);
+    config.dialect = Dialect::PostgresStandIn;
+    config
 }

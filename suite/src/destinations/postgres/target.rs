@@ -8,6 +8,7 @@ use pico_sink::identity::RecordId;
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 
 use super::server::{PgServer, connect};
+use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
 use pico_conformance::provider::ProviderKind;
@@ -33,36 +34,45 @@ impl Target for PostgresTarget {
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
         let server = PgServer::provide(provider).await?;
         let info = server.info().await;
-        Ok(Box::new(pg_destination(server, info, |url, table| {
-            let config = PostgresSinkConfig::new(url, table);
-            PostgresSink::new(config)
-                .map(|s| Arc::new(s) as Arc<dyn pico_sink::Sink>)
-                .map_err(|e| e.to_string())
-        })))
+        let store = PgStore {
+            factory: |url, table| {
+                PostgresSink::new(PostgresSinkConfig::new(url, table))
+                    .map(|s| Arc::new(s) as Arc<dyn pico_sink::Sink>)
+                    .map_err(|e| e.to_string())
+            },
+            section: |url, table| sink_section("postgres", &PostgresSinkConfig::new(url, table)),
+        };
+        Ok(Box::new(pg_destination(server, info, store)))
     }
 }
 
 /// Builds a sink for a URL and a table name.
 pub(crate) type SinkFactory = fn(String, String) -> Result<Arc<dyn pico_sink::Sink>, String>;
 
+/// Writes the pico-kafka `[sink]` section of the same sink for a URL and a table name.
+pub(crate) type SectionFactory = fn(String, String) -> Result<String, String>;
+
 /// A PostgreSQL-protocol destination on `server`, shared by the Postgres and Redshift targets:
-/// sinks built by `factory`, payloads compared as JSON.
+/// sinks built by `store`, payloads compared as JSON.
 pub(crate) fn pg_destination(
     server: PgServer,
     info: ServerInfo,
-    factory: SinkFactory,
+    store: PgStore,
 ) -> ServedDestination<PgStore> {
     ServedDestination {
         served: Served::new(server),
         info,
         form: PayloadForm::Json,
-        store: PgStore { factory },
+        store,
     }
 }
 
-/// How the Postgres and Redshift targets build their sink.
+/// How the Postgres and Redshift targets build their sink, in the suite and under pico-kafka.
 pub(crate) struct PgStore {
-    factory: SinkFactory,
+    /// The sink the conformance suite drives.
+    pub(crate) factory: SinkFactory,
+    /// Its `[sink]` section for pico-kafka.
+    pub(crate) section: SectionFactory,
 }
 
 /// Table name for an isolation (`pico-lost-ack-1f2e` → `pico_lost_ack_1f2e`).
@@ -91,6 +101,15 @@ impl Store for PgStore {
             sink,
             faults: Some(proxy),
         })
+    }
+
+    async fn sink_section(
+        &self,
+        served: &Served<PgServer>,
+        isolation: &str,
+        via: std::net::SocketAddr,
+    ) -> Result<String, String> {
+        (self.section)(served.server().url_via(via)?, table_name(isolation))
     }
 
     async fn read_back(
