@@ -197,6 +197,7 @@ mod tests {
                 "s3",
                 "clickhouse",
                 "delta-s3",
+                "iceberg-s3",
                 "meilisearch",
                 "quickwit"
             ]
@@ -206,7 +207,16 @@ mod tests {
             .filter(|s| s.smoke())
             .map(CrashSink::id)
             .collect();
-        assert_eq!(smoke, ["redshift", "influxdb", "meilisearch", "quickwit"]);
+        assert_eq!(
+            smoke,
+            [
+                "redshift",
+                "influxdb",
+                "iceberg-s3",
+                "meilisearch",
+                "quickwit"
+            ]
+        );
         let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
         assert_eq!(unique.len(), ids.len(), "ids are unique");
         assert_eq!(CrashSink::POSTGRES.id(), "postgres");

@@ -103,12 +103,15 @@ pub const ALL: &[Entry] = &[
             vec![Box::new(delta::DeltaTarget), Box::new(delta::DeltaS3Target)]
         })
     },
-    Entry::of("iceberg", || {
-        vec![
-            Box::new(iceberg::IcebergTarget),
-            Box::new(iceberg::IcebergS3Target),
-        ]
-    }),
+    Entry {
+        runtime: Some(&iceberg::runtime::RUNTIME),
+        ..Entry::of("iceberg", || {
+            vec![
+                Box::new(iceberg::IcebergTarget),
+                Box::new(iceberg::IcebergS3Target),
+            ]
+        })
+    },
     #[cfg(feature = "surrealdb")]
     Entry::of("surrealdb", || vec![Box::new(surrealdb::SurrealTarget)]),
     Entry::of("elasticsearch", || {

@@ -1,6 +1,8 @@
 //! Apache Iceberg on a SQLite catalog, with its warehouse on a local directory or on the S3
-//! object store: the conformance targets and the S3 properties of a warehouse.
+//! object store: the conformance targets, the S3 properties of a warehouse, and the crash
+//! suite's smoke test under pico-kafka (S3 warehouse).
 
+pub mod runtime;
 mod target;
 
 pub(crate) use target::iceberg_s3_properties;

@@ -14,6 +14,11 @@ use pico_sink_iceberg::{
     IcebergSink, IcebergSinkConfig, read_table, sqlite_catalog, sqlite_catalog_s3,
 };
 use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use crate::destinations::runtime::sink_section;
 
 use crate::serve::Served;
 use crate::serve::s3::S3Server;
@@ -77,19 +82,24 @@ impl Target for IcebergS3Target {
         ANY_SERVER.to_vec()
     }
     async fn provision(&self, provider: ProviderKind) -> Result<Box<dyn Destination>, String> {
-        let server = S3Server::provide(provider).await?;
-        server.ensure_bucket(BUCKET).await?;
-        let dir = tempfile::Builder::new()
-            .prefix("pico-iceberg-s3-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
-        let info = server.info();
-        Ok(Box::new(IcebergDestination {
-            dir: Arc::new(dir),
-            s3: Some(Served::new(server)),
-            on: format!("{} {}", info.name, info.version),
-        }))
+        Ok(Box::new(serve_s3(provider).await?))
     }
+}
+
+/// The S3 warehouse through `provider`, its catalog in a temp directory of its own.
+pub(super) async fn serve_s3(provider: ProviderKind) -> Result<IcebergDestination, String> {
+    let server = S3Server::provide(provider).await?;
+    server.ensure_bucket(BUCKET).await?;
+    let dir = tempfile::Builder::new()
+        .prefix("pico-iceberg-s3-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let info = server.info();
+    Ok(IcebergDestination {
+        dir: Arc::new(dir),
+        s3: Some(Served::new(server)),
+        on: format!("{} {}", info.name, info.version),
+    })
 }
 
 /// Iceberg's (OpenDAL's) S3 properties for `server`.
@@ -103,7 +113,9 @@ pub(crate) fn iceberg_s3_properties(server: &S3Server) -> HashMap<String, String
     ])
 }
 
-struct IcebergDestination {
+/// An Iceberg warehouse with its SQLite catalog, as the conformance suite and the crash suite
+/// see it.
+pub(super) struct IcebergDestination {
     dir: Arc<tempfile::TempDir>,
     /// The S3 server, for the S3 warehouse.
     s3: Option<Served<S3Server>>,
@@ -116,26 +128,77 @@ fn table(isolation: &str) -> String {
 }
 
 impl IcebergDestination {
+    /// The SQLite file of the catalog.
+    fn catalog_path(&self) -> String {
+        self.dir.path().join("catalog.db").display().to_string()
+    }
+
+    /// The S3 warehouse's location (`s3://bucket/run`), distinct per provisioned destination.
+    fn s3_location(&self) -> String {
+        let run = self
+            .dir
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("s3://{BUCKET}/{run}")
+    }
+
+    /// The S3 server of an S3 warehouse.
+    pub(super) fn s3(&self) -> Option<&Served<S3Server>> {
+        self.s3.as_ref()
+    }
+
+    /// The pico-kafka `[sink]` section writing into `isolation`'s table of this catalog, the
+    /// S3 warehouse reached through `via`.
+    pub(super) fn sink_section(&self, isolation: &str, via: SocketAddr) -> Result<String, String> {
+        #[derive(Serialize)]
+        struct WithCatalog {
+            #[serde(flatten)]
+            table: IcebergSinkConfig,
+            catalog: Catalog,
+        }
+        #[derive(Serialize)]
+        struct Catalog {
+            path: String,
+            warehouse: String,
+            properties: HashMap<String, String>,
+        }
+        let s3 = self
+            .s3
+            .as_ref()
+            .ok_or("a local warehouse is not run under pico-kafka: it has no server")?;
+        let mut properties = iceberg_s3_properties(s3.server());
+        properties.insert("s3.endpoint".to_owned(), format!("http://{via}"));
+        let section = WithCatalog {
+            table: IcebergSinkConfig::new(NAMESPACE, table(isolation)),
+            catalog: Catalog {
+                path: self.catalog_path(),
+                warehouse: self.s3_location(),
+                properties,
+            },
+        };
+        sink_section("iceberg", &section)
+    }
+
     /// A catalog connection of its own (as a separate process would open), reaching the S3
     /// warehouse at `endpoint` when given (a fault proxy), else directly.
     async fn catalog(
         &self,
         endpoint: Option<String>,
     ) -> Result<Arc<dyn pico_sink_iceberg::Catalog>, String> {
-        let root = self.dir.path();
-        let db = root.join("catalog.db").display().to_string();
+        let db = self.catalog_path();
         match &self.s3 {
-            None => sqlite_catalog(&db, &root.join("warehouse").display().to_string()).await,
+            None => {
+                let warehouse = self.dir.path().join("warehouse");
+                sqlite_catalog(&db, &warehouse.display().to_string()).await
+            }
             Some(s3) => {
-                let run = root
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
                 let mut properties = iceberg_s3_properties(s3.server());
                 if let Some(endpoint) = endpoint {
                     properties.insert("s3.endpoint".to_owned(), endpoint);
                 }
-                sqlite_catalog_s3(&db, &format!("s3://{BUCKET}/{run}"), properties).await
+                sqlite_catalog_s3(&db, &self.s3_location(), properties).await
             }
         }
         .map_err(|e| e.to_string())
