@@ -51,6 +51,11 @@ struct Cli {
     /// not catch (no record lost) fails the run.
     #[arg(long)]
     controls: bool,
+    /// Merge this run's rows into `<out>/crash-suite.json` (a report of the same size) instead
+    /// of replacing it: the sinks run here replace theirs, the others keep theirs, and the
+    /// report says which rows came from which run.
+    #[arg(long)]
+    merge: bool,
     /// Run nothing: render `<out>/crash-suite.md` again from `<out>/crash-suite.json` (after a
     /// change to the report's wording).
     #[arg(long)]
@@ -248,6 +253,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
         jobs: cli.jobs.max(1),
         controls_size: cli.controls.then_some(Size::REDUCED),
         controls: Vec::new(),
+        merged: Vec::new(),
     };
     eprintln!("{} sinks at once", cli.jobs.max(1));
     let broker = SharedBroker::new(broker);
@@ -289,6 +295,14 @@ async fn run(cli: Cli) -> Result<bool, String> {
     let broker = broker.into_inner();
     if let Err(e) = broker.stop().await {
         eprintln!("stopping the broker: {e}");
+    }
+    if cli.merge {
+        let json = cli.out.join("crash-suite.json");
+        let text = std::fs::read_to_string(&json)
+            .map_err(|e| format!("--merge: cannot read {}: {e}", json.display()))?;
+        let earlier: CrashReport = serde_json::from_str(&text)
+            .map_err(|e| format!("--merge: {} is not a crash report: {e}", json.display()))?;
+        report = report.merged_into(earlier)?;
     }
     let markdown = render(&report);
     println!("{markdown}");

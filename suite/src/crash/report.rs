@@ -39,6 +39,10 @@ pub struct CrashReport {
     /// The controls: the kill case with the runtime broken on purpose.
     #[serde(default)]
     pub controls: Vec<ControlResult>,
+    /// The later runs whose rows replaced this report's rows of the same sinks
+    /// ([`CrashReport::merged_into`]), one line each: when, which code, which sinks.
+    #[serde(default)]
+    pub merged: Vec<String>,
 }
 
 fn one_at_a_time() -> usize {
@@ -46,6 +50,54 @@ fn one_at_a_time() -> usize {
 }
 
 impl CrashReport {
+    /// This run's rows merged into `earlier`, a report of the same size: every sink this run
+    /// measured or skipped replaces its rows there, every other sink keeps its own, its controls
+    /// replace the earlier ones if it ran them, and `earlier.merged` gets a line saying which
+    /// rows came from this run (its date, the code it measured, its broker).
+    pub fn merged_into(self, mut earlier: CrashReport) -> Result<CrashReport, String> {
+        if earlier.size != self.size {
+            return Err(format!(
+                "the earlier report is of size {} and this run of size {}: run at the same size \
+                 or without --merge",
+                earlier.size_name, self.size_name
+            ));
+        }
+        let ran: Vec<CrashSink> = self
+            .servers
+            .iter()
+            .map(|(s, _)| *s)
+            .chain(self.skipped.iter().map(|(s, _)| *s))
+            .collect();
+        if ran.is_empty() && self.controls.is_empty() {
+            return Err("this run measured nothing to merge".into());
+        }
+        earlier.results.retain(|r| !ran.contains(&r.sink));
+        earlier.servers.retain(|(s, _)| !ran.contains(s));
+        earlier.skipped.retain(|(s, _)| !ran.contains(s));
+        earlier.results.extend(self.results);
+        earlier.results.sort_by_key(|r| (r.sink, r.case));
+        earlier.servers.extend(self.servers);
+        earlier.servers.sort_by_key(|(s, _)| *s);
+        earlier.skipped.extend(self.skipped);
+        let mut rows: Vec<&str> = ran.iter().map(|s| s.id()).collect();
+        if !self.controls.is_empty() {
+            earlier.controls = self.controls;
+            earlier.controls_size = self.controls_size;
+            rows.push("the controls");
+        }
+        earlier.merged.push(format!(
+            "{}: measured on {} by {} (code {}, broker {} {}, {} at once) and merged in",
+            rows.join(", "),
+            self.date,
+            self.generated_by,
+            crate::code_version::code_version().unwrap_or_else(|| "unknown".into()),
+            self.broker.name,
+            self.broker.version,
+            self.jobs
+        ));
+        Ok(earlier)
+    }
+
     /// Every failing cell.
     pub fn failures(&self) -> Vec<String> {
         self.results
@@ -284,6 +336,17 @@ pub fn render(report: &CrashReport) -> String {
             smoke.join(", ")
         );
     }
+    if !report.merged.is_empty() {
+        let _ = writeln!(
+            md,
+            "Every row below was measured on {} except those a later run replaced:\n",
+            report.date
+        );
+        for line in &report.merged {
+            let _ = writeln!(md, "- {line}");
+        }
+        md.push('\n');
+    }
     let _ = writeln!(
         md,
         "Legend: ✓ within the bound · ✗ loss or too many duplicates · n/a not applicable here · \
@@ -367,4 +430,83 @@ pub fn render(report: &CrashReport) -> String {
         let _ = writeln!(md, "- {}: {} {}", sink.id(), info.name, info.version);
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(date: &str, size: Size, rows: &[(CrashSink, Case, &str)]) -> CrashReport {
+        let info = |name: &str| ServerInfo {
+            name: name.into(),
+            version: "1".into(),
+        };
+        let mut servers: Vec<(CrashSink, ServerInfo)> = Vec::new();
+        for (sink, _, _) in rows {
+            if !servers.iter().any(|(s, _)| s == sink) {
+                servers.push((*sink, info(sink.id())));
+            }
+        }
+        CrashReport {
+            generated_by: "test".into(),
+            date: date.into(),
+            size_name: if size == Size::FULL {
+                "full"
+            } else {
+                "reduced"
+            }
+            .into(),
+            size,
+            broker: info("tansu"),
+            servers,
+            results: rows
+                .iter()
+                .map(|(sink, case, why)| CaseResult::failed(*sink, *case, (*why).into()))
+                .collect(),
+            skipped: Vec::new(),
+            jobs: 1,
+            controls_size: None,
+            controls: Vec::new(),
+            merged: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_merge_replaces_the_rows_of_the_sinks_run_and_says_so() {
+        let meili = CrashSink::named("meilisearch").unwrap();
+        let pg = CrashSink::POSTGRES;
+        let earlier = report(
+            "2026-12-01",
+            Size::FULL,
+            &[
+                (meili, Case::Kill, "old"),
+                (pg, Case::Kill, "pg kill"),
+                (pg, Case::Panic, "pg panic"),
+            ],
+        );
+        let later = report("2026-12-05", Size::FULL, &[(meili, Case::Kill, "new")]);
+        let merged = later.clone().merged_into(earlier.clone()).unwrap();
+        let rows: Vec<(&str, Case, String)> = merged
+            .results
+            .iter()
+            .map(|r| (r.sink.id(), r.case, r.verdict.clone().unwrap_err()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("postgres", Case::Kill, "pg kill".to_owned()),
+                ("postgres", Case::Panic, "pg panic".to_owned()),
+                ("meilisearch", Case::Kill, "new".to_owned()),
+            ]
+        );
+        assert_eq!(merged.date, "2026-12-01");
+        assert_eq!(merged.servers.len(), 2);
+        assert_eq!(merged.merged.len(), 1);
+        assert!(merged.merged[0].starts_with("meilisearch: measured on 2026-12-05"));
+        assert!(render(&merged).contains("except those a later run replaced"));
+
+        let reduced = report("2026-12-05", Size::REDUCED, &[(meili, Case::Kill, "new")]);
+        let refused = reduced.merged_into(earlier).unwrap_err();
+        assert!(refused.contains("same size"), "{refused}");
+    }
 }
