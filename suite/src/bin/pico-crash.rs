@@ -219,6 +219,9 @@ async fn broker(kind: Option<ProviderKind>) -> Result<Broker, String> {
 }
 
 async fn run(cli: Cli) -> Result<bool, String> {
+    // The code measured is the checkout's as the run starts (edits made while it runs are not
+    // in the binaries it runs).
+    let code = pico_suite::code_version::code_version().unwrap_or_else(|| "unknown".into());
     let sinks = pick(&cli.sinks, &CrashSink::all(), CrashSink::id)?;
     let cases = pick(&cli.cases, &Case::ALL, Case::id)?;
     let size = if cli.reduced {
@@ -302,7 +305,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             .map_err(|e| format!("--merge: cannot read {}: {e}", json.display()))?;
         let earlier: CrashReport = serde_json::from_str(&text)
             .map_err(|e| format!("--merge: {} is not a crash report: {e}", json.display()))?;
-        report = report.merged_into(earlier)?;
+        report = report.merged_into(earlier, &code)?;
     }
     let markdown = render(&report);
     println!("{markdown}");

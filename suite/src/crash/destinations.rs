@@ -164,6 +164,12 @@ impl CrashDestination {
         self.0.sink_toml(isolation, via).await
     }
 
+    /// Where the runtime processes writing into `isolation` put their output
+    /// ([`RuntimeDestination::output_in`]).
+    pub fn output_in(&self, isolation: &str, dir: &std::path::Path) {
+        self.0.output_in(isolation, dir);
+    }
+
     /// What `isolation` holds for `topic`.
     pub async fn read(&self, isolation: &str, topic: &str) -> Result<Held, String> {
         let stored = self.0.read(isolation, topic).await?;
@@ -190,6 +196,7 @@ mod tests {
         assert_eq!(
             ids,
             [
+                "stdout",
                 "http-honouring",
                 "postgres",
                 "redshift",
@@ -210,6 +217,7 @@ mod tests {
         assert_eq!(
             smoke,
             [
+                "stdout",
                 "redshift",
                 "influxdb",
                 "iceberg-s3",

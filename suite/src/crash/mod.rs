@@ -515,6 +515,7 @@ async fn run_case_inner(
         .await?;
     let dir = bench.work.join(format!("{}-{label}-{id}", sink.id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    bench.destination.output_in(&isolation, &dir);
     let marker = dir.join("panicked");
     let written = dir.join("written");
     let file = dir.join("pipeline.toml");

@@ -53,8 +53,8 @@ impl CrashReport {
     /// This run's rows merged into `earlier`, a report of the same size: every sink this run
     /// measured or skipped replaces its rows there, every other sink keeps its own, its controls
     /// replace the earlier ones if it ran them, and `earlier.merged` gets a line saying which
-    /// rows came from this run (its date, the code it measured, its broker).
-    pub fn merged_into(self, mut earlier: CrashReport) -> Result<CrashReport, String> {
+    /// rows came from this run (its date, `code`, the code it measured, its broker).
+    pub fn merged_into(self, mut earlier: CrashReport, code: &str) -> Result<CrashReport, String> {
         if earlier.size != self.size {
             return Err(format!(
                 "the earlier report is of size {} and this run of size {}: run at the same size \
@@ -90,7 +90,7 @@ impl CrashReport {
             rows.join(", "),
             self.date,
             self.generated_by,
-            crate::code_version::code_version().unwrap_or_else(|| "unknown".into()),
+            code,
             self.broker.name,
             self.broker.version,
             self.jobs
@@ -485,7 +485,7 @@ mod tests {
             ],
         );
         let later = report("2026-12-05", Size::FULL, &[(meili, Case::Kill, "new")]);
-        let merged = later.clone().merged_into(earlier.clone()).unwrap();
+        let merged = later.clone().merged_into(earlier.clone(), "abc").unwrap();
         let rows: Vec<(&str, Case, String)> = merged
             .results
             .iter()
@@ -503,10 +503,15 @@ mod tests {
         assert_eq!(merged.servers.len(), 2);
         assert_eq!(merged.merged.len(), 1);
         assert!(merged.merged[0].starts_with("meilisearch: measured on 2026-12-05"));
+        assert!(
+            merged.merged[0].contains("(code abc,"),
+            "{}",
+            merged.merged[0]
+        );
         assert!(render(&merged).contains("except those a later run replaced"));
 
         let reduced = report("2026-12-05", Size::REDUCED, &[(meili, Case::Kill, "new")]);
-        let refused = reduced.merged_into(earlier).unwrap_err();
+        let refused = reduced.merged_into(earlier, "abc").unwrap_err();
         assert!(refused.contains("same size"), "{refused}");
     }
 }

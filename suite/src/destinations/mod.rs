@@ -60,7 +60,10 @@ impl Entry {
 /// Every destination, in table order: the conformance targets, the crash suite's sinks and
 /// pico-bench's sinks are read from here.
 pub const ALL: &[Entry] = &[
-    Entry::of("stdout", || vec![Box::new(stdout::StdoutTarget)]),
+    Entry {
+        runtime: Some(&stdout::runtime::RUNTIME),
+        ..Entry::of("stdout", || vec![Box::new(stdout::StdoutTarget)])
+    },
     Entry {
         runtime: Some(&http::runtime::RUNTIME),
         ..Entry::of("http", || {

@@ -37,6 +37,12 @@ pub trait RuntimeDestination: Send + Sync {
     async fn sink_toml(&self, isolation: &str, via: SocketAddr) -> Result<String, String>;
     /// What `isolation` holds for `topic`.
     async fn read(&self, isolation: &str, topic: &str) -> Result<Stored, String>;
+    /// Where the runtime processes writing into `isolation` put their output (standard output
+    /// and error, appended across restarts): the destination of the stdout sink. Others
+    /// ignore it.
+    fn output_in(&self, isolation: &str, dir: &std::path::Path) {
+        let _ = (isolation, dir);
+    }
     /// Stops what was started.
     async fn stop(self: Box<Self>) -> Result<(), String>;
 }
