@@ -61,6 +61,10 @@ pub struct BenchRow {
     pub first_ms: f64,
     /// The sink's replay of the same batch, milliseconds (median).
     pub replay_ms: f64,
+    /// The lowest and highest first / raw of one repetition (the spread behind the medians);
+    /// none in a report from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_per_raw_range: Option<(f64, f64)>,
 }
 
 impl BenchRow {
@@ -72,6 +76,13 @@ impl BenchRow {
     /// What a replay costs as a share of a first write (time).
     pub fn replay_per_first(&self) -> f64 {
         self.replay_ms / self.first_ms
+    }
+
+    /// Whether the sink wrote faster than its own raw anchor: the anchor is the destination's
+    /// bare path for the same rows, so this is a measurement to explain (an order or warm-up
+    /// effect, an anchor doing more than the sink) before the figure is trusted.
+    pub fn faster_than_anchor(&self) -> bool {
+        self.first_per_raw() > 1.0
     }
 }
 
@@ -157,38 +168,51 @@ pub async fn time_sink(sink: &dyn Sink, b: &Batch) -> Result<(Duration, Duration
     Ok((first_time, replay_time))
 }
 
-/// One repetition: the raw path, the sink's first write and its replay.
-pub struct Sample {
-    /// The raw anchor's time.
-    pub raw: Duration,
-    /// The sink's first write.
-    pub first: Duration,
-    /// The sink's replay of the same batch.
-    pub replay: Duration,
-}
-
-/// Runs `sample(batch size, repetition)` `size.reps()` times per batch size and returns the
-/// medians.
+/// Repetitions per batch size, each timing the raw anchor (`raw(records, rep)`) and the sink
+/// (`sink(records, rep)`: its first write and replay), reduced to medians. Each path first runs
+/// once unmeasured (repetition index `size.reps()`), so neither meets a cold server, cold
+/// caches or a cold client that the other has already warmed; then the order alternates, the
+/// anchor first in even repetitions and the sink first in odd ones, so neither always runs
+/// right after the other. Each call must write into a place of its own (the repetition index
+/// names it).
 pub async fn compare(
     size: BenchSize,
-    mut sample: impl AsyncFnMut(u64, usize) -> Result<Sample, String>,
+    mut raw: impl AsyncFnMut(u64, usize) -> Result<Duration, String>,
+    mut sink: impl AsyncFnMut(u64, usize) -> Result<(Duration, Duration), String>,
 ) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     for records in SIZES {
-        let (mut raw, mut first, mut replay) = (Vec::new(), Vec::new(), Vec::new());
+        let warm_up = size.reps();
+        raw(records, warm_up).await?;
+        sink(records, warm_up).await?;
+        let (mut raws, mut firsts, mut replays) = (Vec::new(), Vec::new(), Vec::new());
         for rep in 0..size.reps() {
-            let s = sample(records, rep).await?;
-            raw.push(s.raw);
-            first.push(s.first);
-            replay.push(s.replay);
+            let (r, (first, replay)) = if rep % 2 == 0 {
+                let r = raw(records, rep).await?;
+                (r, sink(records, rep).await?)
+            } else {
+                let s = sink(records, rep).await?;
+                (raw(records, rep).await?, s)
+            };
+            raws.push(r);
+            firsts.push(first);
+            replays.push(replay);
         }
+        let ratios: Vec<f64> = raws
+            .iter()
+            .zip(&firsts)
+            .map(|(r, f)| r.as_secs_f64() / f.as_secs_f64())
+            .collect();
+        let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         rows.push(BenchRow {
             records,
             bytes: payload_bytes(&batch(0, 0, records)),
-            raw_ms: ms(median(raw)),
-            first_ms: ms(median(first)),
-            replay_ms: ms(median(replay)),
+            raw_ms: ms(median(raws)),
+            first_ms: ms(median(firsts)),
+            replay_ms: ms(median(replays)),
+            first_per_raw_range: Some((low, high)),
         });
         tracing::info!(records, "measured");
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use pico_sink::{Batch, Sink};
 
 use super::report::{BenchSize, SinkBench};
-use super::{Sample, batch, compare, time_sink};
+use super::{batch, compare, time_sink};
 use crate::serve::s3::S3Server;
 
 /// Which table format a run measures.
@@ -137,17 +137,23 @@ fn count_files(dir: &Path, ext: &str) -> usize {
 /// size, commits and data files for `size.volume()` records written through the sink.
 pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let rows = compare(size, async |records: u64, rep: usize| {
-        let b = batch(rep as u32, 0, records);
-        let plain = LakehouseSink::new(format, dir.path(), &format!("raw_{records}_{rep}")).await?;
-        plain.sink().open().await.map_err(|e| e.to_string())?;
-        let started = Instant::now();
-        plain.append_unguarded(&b).await?;
-        let raw = started.elapsed();
-        let sink = LakehouseSink::new(format, dir.path(), &format!("sink_{records}_{rep}")).await?;
-        let (first, replay) = time_sink(sink.sink(), &b).await?;
-        Ok(Sample { raw, first, replay })
-    })
+    let rows = compare(
+        size,
+        async |records: u64, rep: usize| {
+            let name = format!("raw_{records}_{rep}");
+            let plain = LakehouseSink::new(format, dir.path(), &name).await?;
+            plain.sink().open().await.map_err(|e| e.to_string())?;
+            let b = batch(rep as u32, 0, records);
+            let started = Instant::now();
+            plain.append_unguarded(&b).await?;
+            Ok(started.elapsed())
+        },
+        async |records: u64, rep: usize| {
+            let name = format!("sink_{records}_{rep}");
+            let sink = LakehouseSink::new(format, dir.path(), &name).await?;
+            time_sink(sink.sink(), &batch(rep as u32, 0, records)).await
+        },
+    )
     .await?;
     let mut notes = Vec::new();
     let total = size.volume();

@@ -6,7 +6,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
 use crate::measure::{BenchSize, SinkBench};
-use crate::measure::{Sample, batch, compare, time_sink};
+use crate::measure::{batch, compare, time_sink};
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
@@ -16,31 +16,36 @@ pub async fn s3(size: BenchSize) -> Result<SinkBench, String> {
     let server = first_available(S3Server::provide).await?;
     let client = server.client();
     server.ensure_bucket("bench").await?;
-    let rows = compare(size, async |records: u64, rep: usize| {
-        let b = batch(rep as u32, 0, records);
-        let mut body = Vec::new();
-        for r in b.records() {
-            let envelope = pico_sink::Envelope::from_record(&Default::default(), r);
-            serde_json::to_writer(&mut body, &envelope).map_err(|e| e.to_string())?;
-            body.push(b'\n');
-        }
-        let started = Instant::now();
-        client
-            .put_object()
-            .bucket("bench")
-            .key(format!("raw/{records}/{rep}.jsonl"))
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .map_err(|e| format!("{e:?}"))?;
-        let raw = started.elapsed();
-        let mut config = S3SinkConfig::new("bench", format!("sink/{records}/{rep}"));
-        config.endpoint = Some(server.endpoint.clone());
-        config.credentials = Some((server.access_key.clone(), server.secret_key.clone().into()));
-        let sink = S3Sink::new(config).map_err(|e| e.to_string())?;
-        let (first, replay) = time_sink(&sink, &b).await?;
-        Ok(Sample { raw, first, replay })
-    })
+    let rows = compare(
+        size,
+        async |records: u64, rep: usize| {
+            let b = batch(rep as u32, 0, records);
+            let mut body = Vec::new();
+            for r in b.records() {
+                let envelope = pico_sink::Envelope::from_record(&Default::default(), r);
+                serde_json::to_writer(&mut body, &envelope).map_err(|e| e.to_string())?;
+                body.push(b'\n');
+            }
+            let started = Instant::now();
+            client
+                .put_object()
+                .bucket("bench")
+                .key(format!("raw/{records}/{rep}.jsonl"))
+                .body(ByteStream::from(body))
+                .send()
+                .await
+                .map_err(|e| format!("{e:?}"))?;
+            Ok(started.elapsed())
+        },
+        async |records: u64, rep: usize| {
+            let mut config = S3SinkConfig::new("bench", format!("sink/{records}/{rep}"));
+            config.endpoint = Some(server.endpoint.clone());
+            config.credentials =
+                Some((server.access_key.clone(), server.secret_key.clone().into()));
+            let sink = S3Sink::new(config).map_err(|e| e.to_string())?;
+            time_sink(&sink, &batch(rep as u32, 0, records)).await
+        },
+    )
     .await?;
     let info = server.info();
     server.stop().await?;
