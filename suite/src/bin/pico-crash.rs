@@ -51,6 +51,10 @@ struct Cli {
     /// not catch (no record lost) fails the run.
     #[arg(long)]
     controls: bool,
+    /// The sink the controls run against (default postgres): any sink of the suite, to see
+    /// the judge catch a broken runtime through that destination too.
+    #[arg(long)]
+    control_sink: Option<String>,
     /// Merge this run's rows into `<out>/crash-suite.json` (a report of the same size) instead
     /// of replacing it: the sinks run here replace theirs, the others keep theirs, and the
     /// report says which rows came from which run.
@@ -131,9 +135,9 @@ async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
     Ok((info, results))
 }
 
-/// Runs every control, one after another, against one destination of [`Control::SINK`].
-async fn run_controls(shared: &Shared<'_>) -> Result<Vec<ControlResult>, String> {
-    let destination = CrashDestination::provide(Control::SINK).await?;
+/// Runs every control, one after another, against one destination of `sink`.
+async fn run_controls(shared: &Shared<'_>, sink: CrashSink) -> Result<Vec<ControlResult>, String> {
+    let destination = CrashDestination::provide(sink).await?;
     let bench = Bench {
         broker: shared.broker,
         destination: &destination,
@@ -144,7 +148,7 @@ async fn run_controls(shared: &Shared<'_>) -> Result<Vec<ControlResult>, String>
     let mut results = Vec::new();
     for control in Control::ALL {
         eprintln!("[control {}] ...", control.id());
-        let c = run_control(&bench, control).await;
+        let c = run_control(&bench, sink, control).await;
         eprintln!(
             "[control {}]: produced {}, lost {}, {:.0} s: {}",
             control.id(),
@@ -164,7 +168,7 @@ async fn run_controls(shared: &Shared<'_>) -> Result<Vec<ControlResult>, String>
 /// One lane of the run: a sink's cases, or the controls.
 enum Lane {
     Sink(CrashSink),
-    Controls,
+    Controls(CrashSink),
 }
 
 /// What a lane left.
@@ -176,7 +180,7 @@ enum LaneRun {
 async fn run_lane(shared: &Shared<'_>, lane: Lane) -> LaneRun {
     match lane {
         Lane::Sink(sink) => LaneRun::Sink(sink, run_sink(shared, sink).await),
-        Lane::Controls => LaneRun::Controls(run_controls(shared).await),
+        Lane::Controls(sink) => LaneRun::Controls(run_controls(shared, sink).await),
     }
 }
 
@@ -269,7 +273,11 @@ async fn run(cli: Cli) -> Result<bool, String> {
     };
     let mut lanes: Vec<Lane> = sinks.into_iter().map(Lane::Sink).collect();
     if cli.controls {
-        lanes.push(Lane::Controls);
+        let sink = match &cli.control_sink {
+            Some(id) => CrashSink::named(id).ok_or_else(|| format!("unknown sink: {id}"))?,
+            None => Control::SINK,
+        };
+        lanes.push(Lane::Controls(sink));
     }
     let mut runs: Vec<(usize, LaneRun)> = stream::iter(lanes.into_iter().enumerate())
         .map(|(i, lane)| {

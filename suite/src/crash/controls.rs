@@ -31,7 +31,8 @@ impl Control {
         Control::AckBeforeDurable,
     ];
 
-    /// The sink the controls run against: keyed, so a loss is never hidden by a duplicate.
+    /// The sink the controls run against by default (`pico-crash --control-sink` names
+    /// another): keyed, so a loss is never hidden by a duplicate.
     pub const SINK: CrashSink = CrashSink::POSTGRES;
 
     /// The case the controls run: kills land where a broken commit order loses records.

@@ -455,10 +455,11 @@ pub async fn run_case(bench: &Bench<'_>, sink: CrashSink, case: Case) -> CaseRes
     run_case_with(bench, sink, case, None).await
 }
 
-/// Runs a control: the kill case against [`Control::SINK`] with the runtime broken on purpose
-/// (`bench.runtime` must be built with pico-kafka's `mutants` feature).
-pub async fn run_control(bench: &Bench<'_>, control: Control) -> ControlResult {
-    let result = run_case_with(bench, Control::SINK, Control::CASE, Some(control)).await;
+/// Runs a control: the kill case against `sink` (by default [`Control::SINK`]) with the
+/// runtime broken on purpose (`bench.runtime` must be built with pico-kafka's `mutants`
+/// feature).
+pub async fn run_control(bench: &Bench<'_>, sink: CrashSink, control: Control) -> ControlResult {
+    let result = run_case_with(bench, sink, Control::CASE, Some(control)).await;
     ControlResult { control, result }
 }
 

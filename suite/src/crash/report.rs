@@ -198,6 +198,10 @@ fn render_controls(report: &CrashReport, md: &mut String) {
     let Some(size) = report.controls_size else {
         return;
     };
+    let sink = report
+        .controls
+        .first()
+        .map_or(Control::SINK, |c| c.result.sink);
     let _ = writeln!(
         md,
         "\n## Controls\n\nEach control runs the {} case against {} with pico-kafka built with its \
@@ -205,7 +209,7 @@ fn render_controls(report: &CrashReport, md: &mut String) {
          (`[chaos] mutant`), at {} records and {} kills. A control is **caught** when the case \
          counts records lost; one that loses nothing is missed and fails the run.\n",
         Control::CASE.id(),
-        Control::SINK.id(),
+        sink.id(),
         size.records,
         size.kills
     );
@@ -213,7 +217,7 @@ fn render_controls(report: &CrashReport, md: &mut String) {
     if let Some(honest) = report
         .results
         .iter()
-        .find(|r| r.sink == Control::SINK && r.case == Control::CASE)
+        .find(|r| r.sink == sink && r.case == Control::CASE)
     {
         let _ = writeln!(
             md,
