@@ -48,12 +48,13 @@ pub struct Kind {
 }
 
 /// Declares [`SinkSettings`], [`KINDS`] and the reading and building of each kind from one list
-/// of `Variant = "kind" [feature "name"]: ConfigType, scope(field path), open |config| sink;`.
+/// of `Variant = "kind" [feature "name"]: ConfigType, scope(field path), [read fn,] open
+/// |config| sink;` (`read`: a section read by hand; by default the type deserializes it).
 macro_rules! sink_kinds {
     ($(
         $(#[doc = $doc:literal])*
         $variant:ident = $kind:literal $(feature $feature:literal)?: $config:ty,
-            scope($($scope:ident).+), open |$c:ident| $open:expr;
+            scope($($scope:ident).+), $(read $read:path,)? open |$c:ident| $open:expr;
     )*) => {
         /// Which sink a pipeline writes to, with its configuration as the sink crate reads it.
         #[derive(Debug, Clone)]
@@ -81,7 +82,7 @@ macro_rules! sink_kinds {
                 match kind {
                     $(
                         $(#[cfg(feature = $feature)])?
-                        $kind => read_at::<$config>("sink", toml::Value::Table(section))
+                        $kind => (sink_kinds!(@read $config $(, $read)?))(section)
                             .map(|config| Self::$variant(Box::new(config))),
                     )*
                     other => Err(not_readable(other)),
@@ -123,6 +124,10 @@ macro_rules! sink_kinds {
             }
         }
     };
+    (@read $config:ty) => {
+        |section| read_at::<$config>("sink", toml::Value::Table(section))
+    };
+    (@read $config:ty, $read:path) => { $read };
     (@feature $feature:literal) => { Some($feature) };
     (@feature) => { None };
     (@built $feature:literal) => { cfg!(feature = $feature) };
@@ -153,7 +158,7 @@ sink_kinds! {
         scope(scope), open |c| pico_sink_delta::DeltaSink::new(c);
     /// One Iceberg snapshot per batch with a watermark in its summary.
     Iceberg = "iceberg" feature "iceberg": IcebergSettings,
-        scope(table.scope), open |c| c.open().await?;
+        scope(table.scope), read IcebergSettings::read, open |c| c.open().await?;
     /// Points whose series and time come from the record identity.
     Influxdb = "influxdb" feature "influxdb": pico_sink_influxdb::InfluxSinkConfig,
         scope(scope), open |c| pico_sink_influxdb::InfluxSink::new(c)?;
@@ -204,20 +209,17 @@ impl<'de> Deserialize<'de> for SinkSettings {
 
 /// `value`, found at the key path `at` of the file, as a `C`; an error names the key path of
 /// the offending key and what is wrong with it.
-fn read_at<C: serde::de::DeserializeOwned>(at: &str, value: toml::Value) -> Result<C, String> {
+pub(crate) fn read_at<C: serde::de::DeserializeOwned>(
+    at: &str,
+    value: toml::Value,
+) -> Result<C, String> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let key = match e.path().to_string().as_str() {
             "." => at.to_owned(),
             path => format!("{at}.{path}"),
         };
         // The message alone: toml would add the key path again, relative to the section.
-        let message = e.inner().message().trim_end();
-        // A section read by hand (Iceberg's) names its keys in full already.
-        if message.starts_with(&format!("{key}.")) || message.starts_with(&format!("{key}:")) {
-            message.to_owned()
-        } else {
-            format!("{key}: {message}")
-        }
+        format!("{key}: {}", e.inner().message().trim_end())
     })
 }
 

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 
 use pico_sink::SinkError;
 use pico_sink_iceberg::{IcebergSink, IcebergSinkConfig};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
-/// `kind = "iceberg"`: every key of `[sink]` but `catalog` is [`IcebergSinkConfig`]'s.
+/// `kind = "iceberg"`: every key of `[sink]` but `catalog` is [`IcebergSinkConfig`]'s
+/// (read by hand: `catalog` is taken out first).
 ///
 /// ```toml
 /// [sink]
@@ -58,23 +59,19 @@ impl std::fmt::Debug for CatalogSettings {
     }
 }
 
-impl<'de> Deserialize<'de> for IcebergSettings {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut section = toml::Table::deserialize(deserializer)?;
-        let catalog = section.remove("catalog").ok_or_else(|| {
-            D::Error::custom(
-                "the iceberg sink needs [sink.catalog] with path (a SQLite file) and warehouse",
-            )
-        })?;
-        let catalog = super::read_at("sink.catalog", catalog).map_err(D::Error::custom)?;
-        let table =
-            super::read_at("sink", toml::Value::Table(section)).map_err(D::Error::custom)?;
-        Ok(Self { catalog, table })
-    }
-}
-
 impl IcebergSettings {
+    /// The `[sink]` section of the `iceberg` kind: `catalog` as [`CatalogSettings`], every
+    /// other key as [`IcebergSinkConfig`]'s; an error names the key path under `sink.`.
+    pub(super) fn read(mut section: toml::Table) -> Result<Self, String> {
+        let catalog = section.remove("catalog").ok_or(
+            "sink: the iceberg sink needs [sink.catalog] with path (a SQLite file) and warehouse",
+        )?;
+        Ok(Self {
+            catalog: super::read_at("sink.catalog", catalog)?,
+            table: super::read_at("sink", toml::Value::Table(section))?,
+        })
+    }
+
     /// The sink on this catalog, opened (the catalog's database is created when missing).
     pub async fn open(self) -> Result<IcebergSink, SinkError> {
         let CatalogSettings {
