@@ -7,7 +7,7 @@ use std::time::Instant;
 use pico_sink::{Batch, Sink};
 
 use super::report::{BenchSize, SinkBench};
-use super::{batch, compare, time_sink};
+use super::{Place, batch, compare};
 use crate::serve::s3::S3Server;
 
 /// Which table format a run measures.
@@ -87,6 +87,14 @@ impl LakehouseSink {
         }
     }
 
+    /// The sink, owned.
+    fn into_sink(self) -> Box<dyn Sink> {
+        match self {
+            Self::Delta(s) => Box::new(s),
+            Self::Iceberg(s) => Box::new(s),
+        }
+    }
+
     async fn append_unguarded(&self, b: &Batch) -> Result<(), String> {
         match self {
             Self::Delta(s) => s.append_unguarded(b).await,
@@ -148,10 +156,11 @@ pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, 
             plain.append_unguarded(&b).await?;
             Ok(started.elapsed())
         },
-        async |records: u64, rep: usize| {
-            let name = format!("sink_{records}_{rep}");
-            let sink = LakehouseSink::new(format, dir.path(), &name).await?;
-            time_sink(sink.sink(), &batch(rep as u32, 0, records)).await
+        async |place: Place| {
+            let name = format!("sink_{place}");
+            Ok(LakehouseSink::new(format, dir.path(), &name)
+                .await?
+                .into_sink())
         },
     )
     .await?;

@@ -15,7 +15,9 @@ pub use crate::destinations::influxdb::bench::influxdb;
 pub use crate::destinations::postgres::bench::{postgres, redshift};
 pub use crate::destinations::quickwit::bench::quickwit;
 pub use crate::destinations::s3::bench::s3;
-pub use crate::measure::{SIZES, batch, compare, median, payload_bytes, record, time_sink};
+pub use crate::measure::{
+    HISTORY_BATCH_RECORDS, Place, SIZES, batch, compare, median, payload_bytes, record, time_sink,
+};
 pub use identity::identity;
 pub use lakehouse::{Lakehouse, lakehouse};
 pub use pipeline::pipeline;

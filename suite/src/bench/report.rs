@@ -10,7 +10,8 @@ pub use crate::measure::{BenchRow, BenchSize, SinkBench};
 
 /// The goals the report checks each run against (from the performance issue).
 pub mod goals {
-    /// A replay may cost at most this share of a first write (time).
+    /// A replay may cost at most this share of a first write (time): the cold replay, through
+    /// a new instance into a place with history, where it was measured.
     pub const REPLAY_PER_FIRST: f64 = 0.2;
     /// The share of its raw anchor's throughput a sink's first write must reach at
     /// [`FIRST_PER_RAW_BATCH`] records: PostgreSQL 0.9 of the keyed logged `COPY`, InfluxDB 0.8
@@ -201,15 +202,20 @@ impl BenchReport {
         let mut checks = Vec::new();
         for s in &self.sinks {
             for r in &s.rows {
+                let which = if r.cold_replay_ms.is_some() {
+                    "cold replay"
+                } else {
+                    "replay"
+                };
                 checks.push(GoalCheck {
                     goal: format!(
-                        "{} replay ≤ {} × first write at {} records",
+                        "{} {which} ≤ {} × first write at {} records",
                         s.sink,
                         goals::REPLAY_PER_FIRST,
                         r.records
                     ),
-                    measured: format!("{:.3}", r.replay_per_first()),
-                    met: r.replay_per_first() <= goals::REPLAY_PER_FIRST,
+                    measured: format!("{:.3}", r.judged_replay_per_first()),
+                    met: r.judged_replay_per_first() <= goals::REPLAY_PER_FIRST,
                 });
                 let goal = goals::FIRST_PER_RAW
                     .iter()
@@ -305,17 +311,33 @@ pub fn render_markdown(r: &BenchReport) -> String {
         "This run timed the anchor first and the sink second in every repetition, with no \
          unmeasured warm-up (the method before the alternating order), and kept no spread."
     };
+    let cold = if r
+        .sinks
+        .iter()
+        .any(|s| s.rows.iter().any(|row| row.cold_replay_ms.is_some()))
+    {
+        format!(
+            "what replaying the batch costs as a share of the first write (time), as after a \
+             restart: a new sink instance, opened untimed, replays it into a place that already \
+             holds {} earlier batches of {} records of the same partition and the batch itself",
+            r.size.history_batches(),
+            crate::measure::HISTORY_BATCH_RECORDS
+        )
+    } else {
+        "not measured in this run (the method before the cold replay)".to_owned()
+    };
     let _ = writeln!(
         md,
         "\n## Sinks\n\nRecords of about 1 KiB of JSON. *first / raw*: the sink's first-write \
-         throughput as a share of the raw anchor's (median). *replay / first*: what replaying \
-         the same batch costs as a share of the first write. {method} ⚠: the sink wrote faster \
-         than its own anchor, the bare path of the same rows, which is a measurement to explain \
-         before the figure is trusted.\n"
+         throughput as a share of the raw anchor's (median). *cold replay / first*: {cold}. \
+         *warm replay / first*: the same batch again through the instance that has just written \
+         it, into a place holding only that batch. {method} ⚠: the sink wrote faster than its \
+         own anchor, the bare path of the same rows, which is a measurement to explain before \
+         the figure is trusted.\n"
     );
     let _ = writeln!(
         md,
-        "| sink | server | raw anchor | batch | raw records/s | first records/s | replay records/s | first / raw | replay / first |\n\
+        "| sink | server | raw anchor | batch | raw records/s | first records/s | first / raw | cold replay / first | warm replay / first |\n\
          |---|---|---|---:|---:|---:|---:|---:|---:|"
     );
     for s in &r.sinks {
@@ -325,16 +347,18 @@ pub fn render_markdown(r: &BenchReport) -> String {
                 .map(|(low, high)| format!(" ({low:.2}–{high:.2})"))
                 .unwrap_or_default();
             let flag = if row.faster_than_anchor() { " ⚠" } else { "" };
+            let cold = row
+                .cold_replay_per_first()
+                .map_or("not measured".to_owned(), |c| format!("{c:.3}"));
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.2}{spread}{flag} | {:.3} |",
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2}{spread}{flag} | {cold} | {:.3} |",
                 s.sink,
                 s.server,
                 s.raw_path,
                 row.records,
                 rate(row.records, row.raw_ms),
                 rate(row.records, row.first_ms),
-                rate(row.records, row.replay_ms),
                 row.first_per_raw(),
                 row.replay_per_first()
             );
@@ -466,7 +490,7 @@ pub fn render_svg(r: &BenchReport) -> String {
         .collect();
     let scale = rows
         .iter()
-        .map(|(_, row)| row.first_per_raw().max(row.replay_per_first()))
+        .map(|(_, row)| row.first_per_raw().max(row.judged_replay_per_first()))
         .fold(1.0_f64, f64::max);
     let height = 60.0 + rows.len() as f64 * (2.0 * BAR + GAP) + 30.0;
     let total = LEFT + WIDTH + 80.0;
@@ -489,7 +513,7 @@ pub fn render_svg(r: &BenchReport) -> String {
         "<rect x=\"{LEFT}\" y=\"32\" width=\"12\" height=\"10\" fill=\"#4a7bd0\"/>\
          <text x=\"{}\" y=\"41\">first / raw</text>\
          <rect x=\"{}\" y=\"32\" width=\"12\" height=\"10\" fill=\"#e39a2d\"/>\
-         <text x=\"{}\" y=\"41\">replay / first</text>",
+         <text x=\"{}\" y=\"41\">replay / first (cold where measured)</text>",
         LEFT + 16.0,
         LEFT + 110.0,
         LEFT + 126.0
@@ -516,7 +540,7 @@ pub fn render_svg(r: &BenchReport) -> String {
         );
         for (value, colour) in [
             (row.first_per_raw(), "#4a7bd0"),
-            (row.replay_per_first(), "#e39a2d"),
+            (row.judged_replay_per_first(), "#e39a2d"),
         ] {
             let _ = writeln!(
                 svg,
@@ -575,5 +599,53 @@ mod tests {
             "data_files":10,"data_bytes":1,"metadata_files":1,"metadata_bytes":1}"#;
         let row: SoakRow = serde_json::from_str(json).expect("an older soak row");
         assert_eq!(row.retries, 0);
+    }
+
+    #[test]
+    fn the_replay_goal_judges_the_cold_replay_where_it_was_measured() {
+        let json = r#"{"records":1000,"bytes":1,"raw_ms":10.0,"first_ms":10.0,"replay_ms":1.0}"#;
+        let old: BenchRow = serde_json::from_str(json).expect("a row from before the cold replay");
+        assert_eq!(old.cold_replay_per_first(), None);
+        assert_eq!(old.judged_replay_per_first(), 0.1);
+        let cold = BenchRow {
+            cold_replay_ms: Some(5.0),
+            ..old
+        };
+        assert_eq!(cold.judged_replay_per_first(), 0.5);
+        let report = BenchReport {
+            generated_by: "pico-bench".into(),
+            date: "2026-12-05".into(),
+            size: BenchSize::Reduced,
+            profile: "release".into(),
+            machine: Machine {
+                cores: 2,
+                memory_gib: 1.0,
+                cpu: "cpu".into(),
+                os: "os".into(),
+            },
+            reps: 2,
+            sinks: vec![SinkBench {
+                sink: "s3".into(),
+                server: "SeaweedFS".into(),
+                raw_path: "PutObject".into(),
+                rows: vec![cold],
+                notes: Vec::new(),
+            }],
+            identity: Vec::new(),
+            pipeline: None,
+            soak: Vec::new(),
+        };
+        let check = &report.goal_checks()[0];
+        assert_eq!(
+            check.goal,
+            "s3 cold replay ≤ 0.2 × first write at 1000 records"
+        );
+        assert!(!check.met, "{check:?}");
+        let md = render_markdown(&report);
+        assert!(
+            md.contains("holds 20 earlier batches of 100 records"),
+            "{md}"
+        );
+        assert!(md.contains("| 0.500 | 0.100 |"), "{md}");
     }
 }

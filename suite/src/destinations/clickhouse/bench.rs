@@ -7,7 +7,7 @@ use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 
 use super::server::ClickHouseServer;
 use crate::measure::{BenchSize, SinkBench};
-use crate::measure::{batch, compare, time_sink};
+use crate::measure::{Place, batch, compare};
 use crate::provide::first_available;
 use crate::serve::Server;
 
@@ -35,10 +35,7 @@ pub async fn clickhouse(size: BenchSize) -> Result<SinkBench, String> {
                 .map_err(|e| e.to_string())?;
             Ok(started.elapsed())
         },
-        async |records: u64, rep: usize| {
-            let sink = sink_for(format!("sink_{records}_{rep}"))?;
-            time_sink(&sink, &batch(rep as u32, 0, records)).await
-        },
+        async |place: Place| sink_for(format!("sink_{place}")),
     )
     .await?;
     server.stop().await?;

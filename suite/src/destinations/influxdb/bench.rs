@@ -7,7 +7,7 @@ use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping, po
 
 use super::server::InfluxServer;
 use crate::measure::{BenchSize, SinkBench};
-use crate::measure::{batch, compare, time_sink};
+use crate::measure::{Place, batch, compare};
 use crate::provide::first_available;
 use crate::serve::Server;
 
@@ -40,17 +40,16 @@ pub async fn influxdb(size: BenchSize) -> Result<SinkBench, String> {
             }
             Ok(started.elapsed())
         },
-        async |records: u64, rep: usize| {
+        async |place: Place| {
             let mapping = PointMapping {
                 measurement: "readings".into(),
                 tags: vec!["meter".into()],
                 fields: vec![],
                 time_field: None,
             };
-            let db = format!("bench_{records}_{rep}");
+            let db = format!("bench_{place}");
             let config = InfluxSinkConfig::v1(server.url(), db, Payload::Json(mapping));
-            let sink = InfluxSink::new(config).map_err(|e| e.to_string())?;
-            time_sink(&sink, &batch(rep as u32, 0, records)).await
+            InfluxSink::new(config).map_err(|e| e.to_string())
         },
     )
     .await?;

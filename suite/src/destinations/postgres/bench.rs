@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::pin_mut;
-use pico_sink::Batch;
+use pico_sink::{Batch, Sink};
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig, RawJsonb};
 use pico_sink_redshift::{Dialect, RedshiftSink, RedshiftSinkConfig};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
@@ -14,7 +14,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use super::server::{PgServer, connect};
 use crate::measure::{BenchSize, SinkBench};
-use crate::measure::{batch, compare, median, time_sink};
+use crate::measure::{Place, batch, compare, median};
 use crate::provide::first_available;
 use crate::serve::Server;
 
@@ -153,22 +153,20 @@ async fn measure(size: BenchSize, flavour: Flavour) -> Result<SinkBench, String>
             ));
             Ok(anchor)
         },
-        async |records: u64, rep: usize| {
-            let b = batch(rep as u32, 0, records);
-            let table = format!("sink_{records}_{rep}");
-            match flavour {
-                Flavour::Postgres => {
-                    let sink = PostgresSink::new(PostgresSinkConfig::new(url.as_str(), table))
-                        .map_err(|e| e.to_string())?;
-                    time_sink(&sink, &b).await
-                }
+        async |place: Place| -> Result<Box<dyn Sink>, String> {
+            let table = format!("sink_{place}");
+            let sink: Box<dyn Sink> = match flavour {
+                Flavour::Postgres => Box::new(
+                    PostgresSink::new(PostgresSinkConfig::new(url.as_str(), table))
+                        .map_err(|e| e.to_string())?,
+                ),
                 Flavour::Redshift => {
                     let mut config = RedshiftSinkConfig::new(url.as_str(), table.as_str());
                     config.dialect = Dialect::PostgresStandIn;
-                    let sink = RedshiftSink::new(config).map_err(|e| e.to_string())?;
-                    time_sink(&sink, &b).await
+                    Box::new(RedshiftSink::new(config).map_err(|e| e.to_string())?)
                 }
-            }
+            };
+            Ok(sink)
         },
     )
     .await?;

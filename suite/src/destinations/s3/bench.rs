@@ -6,7 +6,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
 use crate::measure::{BenchSize, SinkBench};
-use crate::measure::{batch, compare, time_sink};
+use crate::measure::{Place, batch, compare};
 use crate::provide::first_available;
 use crate::serve::Server;
 use crate::serve::s3::S3Server;
@@ -37,13 +37,12 @@ pub async fn s3(size: BenchSize) -> Result<SinkBench, String> {
                 .map_err(|e| format!("{e:?}"))?;
             Ok(started.elapsed())
         },
-        async |records: u64, rep: usize| {
-            let mut config = S3SinkConfig::new("bench", format!("sink/{records}/{rep}"));
+        async |place: Place| {
+            let mut config = S3SinkConfig::new("bench", format!("sink/{place}"));
             config.endpoint = Some(server.endpoint.clone());
             config.credentials =
                 Some((server.access_key.clone(), server.secret_key.clone().into()));
-            let sink = S3Sink::new(config).map_err(|e| e.to_string())?;
-            time_sink(&sink, &batch(rep as u32, 0, records)).await
+            S3Sink::new(config).map_err(|e| e.to_string())
         },
     )
     .await?;
