@@ -8,6 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
+use pico_conformance::target::Readback;
 use pico_sink::identity::RecordId;
 use pico_sink::{Batch, Record, Sink};
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,11 @@ pub struct BenchRow {
     /// none in a report from before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_per_raw_range: Option<(f64, f64)>,
+    /// Whether every place the sink wrote was read back after each write and replay and held
+    /// exactly the records sent, each once (a run that found otherwise fails instead); false
+    /// in a report from before the check.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_checked: bool,
 }
 
 impl BenchRow {
@@ -202,6 +208,58 @@ impl std::fmt::Display for Place {
     }
 }
 
+impl Place {
+    /// What the place must hold once written: (partition, offset) of every record sent to it,
+    /// each once, in order.
+    fn expected(self, size: BenchSize) -> Vec<(u32, u64)> {
+        match self {
+            Place::Rep { records, rep } => (0..records).map(|o| (rep as u32, o)).collect(),
+            Place::History { records } => (0..size.history_batches() * HISTORY_BATCH_RECORDS
+                + records)
+                .map(|o| (0, o))
+                .collect(),
+        }
+    }
+}
+
+/// Checks that `place` holds exactly the records sent to it, each once, as `held` reads it:
+/// a benchmark whose sink lost or repeated a record would not measure what it says.
+async fn check_held(
+    held: &impl AsyncFn(Place) -> Result<Readback, String>,
+    place: Place,
+    size: BenchSize,
+) -> Result<(), String> {
+    let back = held(place).await?;
+    let mut ids: Vec<(u32, u64)> = back
+        .rows
+        .iter()
+        .map(|r| (r.id.partition, r.id.offset))
+        .collect();
+    ids.sort_unstable();
+    let expected = place.expected(size);
+    if ids != expected {
+        let rows = ids.len();
+        ids.dedup();
+        let missing = expected.iter().filter(|e| ids.binary_search(e).is_err());
+        return Err(format!(
+            "{place} holds {rows} rows of {} distinct records where exactly the {} records sent \
+             were expected, each once ({} of them missing)",
+            ids.len(),
+            expected.len(),
+            missing.count()
+        ));
+    }
+    if let Some(physical) = back.physical_rows
+        && physical != expected.len() as u64
+    {
+        return Err(format!(
+            "{place} stores {physical} physical rows for the {} records sent",
+            expected.len()
+        ));
+    }
+    Ok(())
+}
+
 /// A batch consumed by `sink`, checked to have written `expected` records.
 async fn consume_checked(
     sink: &dyn Sink,
@@ -243,6 +301,7 @@ fn replayed_batch(size: BenchSize, records: u64) -> Batch {
 /// closes it.
 async fn write_history<S: Sink>(
     make: &impl AsyncFn(Place) -> Result<S, String>,
+    held: &impl AsyncFn(Place) -> Result<Readback, String>,
     size: BenchSize,
     records: u64,
 ) -> Result<(), String> {
@@ -254,14 +313,16 @@ async fn write_history<S: Sink>(
     }
     let b = replayed_batch(size, records);
     consume_checked(&sink, &b, records, "the replayed batch's first write").await?;
-    sink.close().await.map_err(|e| e.to_string())
+    sink.close().await.map_err(|e| e.to_string())?;
+    check_held(held, Place::History { records }, size).await
 }
 
 /// Times the cold replay at `records`: a new instance (opened untimed, as a restarted process
 /// opens its sink before its first batch) replays the batch into the place
-/// [`write_history`] filled; it must write nothing.
+/// [`write_history`] filled; it must write nothing, and the place must hold what it held.
 async fn time_cold<S: Sink>(
     make: &impl AsyncFn(Place) -> Result<S, String>,
+    held: &impl AsyncFn(Place) -> Result<Readback, String>,
     size: BenchSize,
     records: u64,
 ) -> Result<Duration, String> {
@@ -270,28 +331,33 @@ async fn time_cold<S: Sink>(
     let b = replayed_batch(size, records);
     let replay = consume_checked(&sink, &b, 0, "the cold replay").await?;
     sink.close().await.map_err(|e| e.to_string())?;
+    check_held(held, Place::History { records }, size).await?;
     Ok(replay)
 }
 
 /// The sink's timings of one repetition: first write and warm replay in the repetition's own
-/// place (partition `rep`), then the cold replay.
+/// place (partition `rep`), checked to hold the batch once, then the cold replay.
 async fn time_rep<S: Sink>(
     make: &impl AsyncFn(Place) -> Result<S, String>,
+    held: &impl AsyncFn(Place) -> Result<Readback, String>,
     size: BenchSize,
     records: u64,
     rep: usize,
 ) -> Result<(Duration, Duration, Duration), String> {
-    let sink = make(Place::Rep { records, rep }).await?;
+    let place = Place::Rep { records, rep };
+    let sink = make(place).await?;
     let (first, warm) = time_sink(&sink, &batch(rep as u32, 0, records)).await?;
     sink.close().await.map_err(|e| e.to_string())?;
-    let cold = time_cold(make, size, records).await?;
+    check_held(held, place, size).await?;
+    let cold = time_cold(make, held, size, records).await?;
     Ok((first, warm, cold))
 }
 
 /// Repetitions per batch size, each timing the raw anchor (`raw(records, rep)`) and the sink
 /// made by `make` for each [`Place`]: its first write and warm replay, then its cold replay
 /// through a new instance into a place with history ([`write_history`], filled once per batch
-/// size before the repetitions), reduced to medians. Each path first runs once unmeasured
+/// size before the repetitions), reduced to medians. After every write and replay, `held`
+/// reads the place back (untimed), which must hold exactly the records sent, each once. Each path first runs once unmeasured
 /// (repetition index `size.reps()`), so neither meets a cold server, cold caches or a cold
 /// client that the other has already warmed; then the order alternates, the anchor first in
 /// even repetitions and the sink first in odd ones, so neither always runs right after the
@@ -300,21 +366,22 @@ pub async fn compare<S: Sink>(
     size: BenchSize,
     mut raw: impl AsyncFnMut(u64, usize) -> Result<Duration, String>,
     make: impl AsyncFn(Place) -> Result<S, String>,
+    held: impl AsyncFn(Place) -> Result<Readback, String>,
 ) -> Result<Vec<BenchRow>, String> {
     let mut rows = Vec::new();
     for records in SIZES {
-        write_history(&make, size, records).await?;
+        write_history(&make, &held, size, records).await?;
         let warm_up = size.reps();
         raw(records, warm_up).await?;
-        time_rep(&make, size, records, warm_up).await?;
+        time_rep(&make, &held, size, records, warm_up).await?;
         let (mut raws, mut firsts, mut warms, mut colds) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for rep in 0..size.reps() {
             let (r, (first, warm, cold)) = if rep % 2 == 0 {
                 let r = raw(records, rep).await?;
-                (r, time_rep(&make, size, records, rep).await?)
+                (r, time_rep(&make, &held, size, records, rep).await?)
             } else {
-                let s = time_rep(&make, size, records, rep).await?;
+                let s = time_rep(&make, &held, size, records, rep).await?;
                 (raw(records, rep).await?, s)
             };
             raws.push(r);
@@ -338,8 +405,78 @@ pub async fn compare<S: Sink>(
             replay_ms: ms(median(warms)),
             cold_replay_ms: Some(ms(median(colds))),
             first_per_raw_range: Some((low, high)),
+            held_checked: true,
         });
         tracing::info!(records, "measured");
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use pico_conformance::target::ReadRow;
+
+    use super::*;
+
+    /// What a place holding `ids` (partition, offset) reads back as.
+    fn back(ids: &[(u32, u64)], physical: Option<u64>) -> Readback {
+        let rows = ids
+            .iter()
+            .map(|&(p, o)| ReadRow {
+                id: RecordId::new("bench.readings", p, o),
+                value: bytes::Bytes::new(),
+                checksum: 0,
+            })
+            .collect();
+        Readback {
+            rows,
+            physical_rows: physical,
+            notes: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_place_must_hold_exactly_what_was_sent_each_once() {
+        let place = Place::Rep { records: 3, rep: 1 };
+        let size = BenchSize::Reduced;
+        let held = |ids: Vec<(u32, u64)>, physical: Option<u64>| {
+            async move |_: Place| -> Result<Readback, String> { Ok(back(&ids, physical)) }
+        };
+        let exact = vec![(1, 2), (1, 0), (1, 1)];
+        assert_eq!(
+            check_held(&held(exact.clone(), None), place, size).await,
+            Ok(())
+        );
+        assert_eq!(
+            check_held(&held(exact.clone(), Some(3)), place, size).await,
+            Ok(())
+        );
+        let repeated = vec![(1, 0), (1, 1), (1, 1), (1, 2)];
+        let error = check_held(&held(repeated, None), place, size).await;
+        assert_eq!(
+            error,
+            Err(
+                "3_1 holds 4 rows of 3 distinct records where exactly the 3 records sent were \
+                 expected, each once (0 of them missing)"
+                    .into()
+            )
+        );
+        let lost = vec![(1, 0), (1, 2)];
+        let error = check_held(&held(lost, None), place, size).await;
+        assert!(error.is_err_and(|e| e.contains("(1 of them missing)")));
+        let other_partition = vec![(0, 0), (0, 1), (0, 2)];
+        assert!(
+            check_held(&held(other_partition, None), place, size)
+                .await
+                .is_err()
+        );
+        let physical_repeat = check_held(&held(exact, Some(4)), place, size).await;
+        assert_eq!(
+            physical_repeat,
+            Err("3_1 stores 4 physical rows for the 3 records sent".into())
+        );
+        let history = Place::History { records: 5 };
+        assert_eq!(history.expected(size).len(), 20 * 100 + 5);
+        assert_eq!(history.to_string(), "5_history");
+    }
 }

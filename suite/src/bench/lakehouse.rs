@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use pico_conformance::target::{ReadRow, Readback, checksum};
+use pico_sink::identity::RecordId;
 use pico_sink::{Batch, Sink};
 
 use super::report::{BenchSize, SinkBench};
@@ -103,6 +105,30 @@ impl LakehouseSink {
         .map_err(|e| e.to_string())
     }
 
+    /// Every row the table `name` in `dir` holds, read from its data files.
+    pub(super) async fn held(&self, dir: &Path, name: &str) -> Result<Readback, String> {
+        match self {
+            Self::Delta(_) => {
+                let location = dir.join(name).display().to_string();
+                crate::destinations::delta::read_delta(&location, Default::default()).await
+            }
+            Self::Iceberg(s) => {
+                let contents =
+                    pico_sink_iceberg::read_table(s.catalog().as_ref(), s.table_ident()).await?;
+                let rows = contents
+                    .rows
+                    .into_iter()
+                    .map(|r| ReadRow {
+                        id: RecordId::new(r.topic, r.partition, r.offset),
+                        checksum: checksum(&r.value),
+                        value: r.value.into(),
+                    })
+                    .collect();
+                Ok(Readback::of_rows(rows))
+            }
+        }
+    }
+
     /// (commits, data files) of the table.
     pub(super) async fn stats(&self, dir: &Path, name: &str) -> Result<(usize, usize), String> {
         match self {
@@ -161,6 +187,13 @@ pub async fn lakehouse(format: Lakehouse, size: BenchSize) -> Result<SinkBench, 
             Ok(LakehouseSink::new(format, dir.path(), &name)
                 .await?
                 .into_sink())
+        },
+        async |place: Place| {
+            let name = format!("sink_{place}");
+            LakehouseSink::new(format, dir.path(), &name)
+                .await?
+                .held(dir.path(), &name)
+                .await
         },
     )
     .await?;

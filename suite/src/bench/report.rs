@@ -326,14 +326,25 @@ pub fn render_markdown(r: &BenchReport) -> String {
     } else {
         "not measured in this run (the method before the cold replay)".to_owned()
     };
+    let checked = r
+        .sinks
+        .iter()
+        .flat_map(|s| &s.rows)
+        .all(|row| row.held_checked);
+    let held = if checked {
+        "After every write and replay the sink's place was read back (untimed): each held \
+         exactly the records sent to it, each once."
+    } else {
+        "This run did not read the sink's places back (the method before that check)."
+    };
     let _ = writeln!(
         md,
         "\n## Sinks\n\nRecords of about 1 KiB of JSON. *first / raw*: the sink's first-write \
          throughput as a share of the raw anchor's (median). *cold replay / first*: {cold}. \
          *warm replay / first*: the same batch again through the instance that has just written \
-         it, into a place holding only that batch. {method} ⚠: the sink wrote faster than its \
-         own anchor, the bare path of the same rows, which is a measurement to explain before \
-         the figure is trusted.\n"
+         it, into a place holding only that batch. {method} {held} ⚠: the sink wrote faster \
+         than its own anchor, the bare path of the same rows, which is a measurement to explain \
+         before the figure is trusted.\n"
     );
     let _ = writeln!(
         md,

@@ -2,9 +2,11 @@
 
 use std::time::Instant;
 
+use pico_conformance::target::Readback;
 use pico_sink::Sink;
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 
+use super::read_rows;
 use super::server::ClickHouseServer;
 use crate::measure::{BenchSize, SinkBench};
 use crate::measure::{Place, batch, compare};
@@ -36,6 +38,15 @@ pub async fn clickhouse(size: BenchSize) -> Result<SinkBench, String> {
             Ok(started.elapsed())
         },
         async |place: Place| sink_for(format!("sink_{place}")),
+        async |place: Place| {
+            let table = format!("bench.sink_{place}");
+            let (rows, physical) = read_rows(&server, &table, "").await?;
+            Ok(Readback {
+                rows,
+                physical_rows: Some(physical),
+                notes: Vec::new(),
+            })
+        },
     )
     .await?;
     server.stop().await?;

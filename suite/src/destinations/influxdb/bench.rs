@@ -6,6 +6,7 @@ use pico_sink::Batch;
 use pico_sink_influxdb::{InfluxSink, InfluxSinkConfig, Payload, PointMapping, point_time_ns};
 
 use super::server::InfluxServer;
+use super::target::InfluxStore;
 use crate::measure::{BenchSize, SinkBench};
 use crate::measure::{Place, batch, compare};
 use crate::provide::first_available;
@@ -18,6 +19,7 @@ pub async fn influxdb(size: BenchSize) -> Result<SinkBench, String> {
     let server = first_available(InfluxServer::provide).await?;
     let info = server.info().await;
     let client = reqwest::Client::new();
+    let store = InfluxStore::new(client.clone());
     let rows = compare(
         size,
         async |records: u64, rep: usize| {
@@ -50,6 +52,10 @@ pub async fn influxdb(size: BenchSize) -> Result<SinkBench, String> {
             let db = format!("bench_{place}");
             let config = InfluxSinkConfig::v1(server.url(), db, Payload::Json(mapping));
             InfluxSink::new(config).map_err(|e| e.to_string())
+        },
+        async |place: Place| {
+            let db = format!("bench_{place}");
+            store.read_measurement(&server, &db, "readings").await
         },
     )
     .await?;

@@ -52,9 +52,7 @@ pub(super) async fn serve(
         served: Served::new(server),
         info,
         form: PayloadForm::Json,
-        store: InfluxStore {
-            client: reqwest::Client::new(),
-        },
+        store: InfluxStore::new(reqwest::Client::new()),
     })
 }
 
@@ -68,6 +66,11 @@ fn database(isolation: &str) -> String {
 }
 
 impl InfluxStore {
+    /// A store that queries with `client`.
+    pub(super) fn new(client: reqwest::Client) -> Self {
+        Self { client }
+    }
+
     /// The sink's configuration writing into the database (v1) or bucket (v2, created here)
     /// of `isolation` at `url`: JSON payloads, `unit` and `region` as tags.
     async fn config(
@@ -162,10 +165,24 @@ impl Store for InfluxStore {
         served: &Served<InfluxServer>,
         isolation: &str,
     ) -> Result<Readback, String> {
-        let server = served.server();
-        let db = database(isolation);
+        self.read_measurement(served.server(), &database(isolation), MEASUREMENT)
+            .await
+    }
+}
+
+impl InfluxStore {
+    /// Every point of `measurement` in database `db`, read back into rows (the sink's identity
+    /// from its tags and offset field, the payload from the other fields). The conformance
+    /// target and the benchmarks read InfluxDB through it.
+    pub(super) async fn read_measurement(
+        &self,
+        server: &InfluxServer,
+        db: &str,
+        measurement: &str,
+    ) -> Result<Readback, String> {
+        let db = db.to_owned();
         let answer = self
-            .query(server, &db, &format!("SELECT * FROM \"{MEASUREMENT}\""))
+            .query(server, &db, &format!("SELECT * FROM \"{measurement}\""))
             .await?;
         let mut rows = Vec::new();
         if let Some(series) = answer

@@ -11,3 +11,4 @@ mod target;
 
 pub use redshift::RedshiftTarget;
 pub use target::PostgresTarget;
+pub(crate) use target::read_table;

@@ -117,16 +117,7 @@ impl Store for PgStore {
         served: &Served<PgServer>,
         isolation: &str,
     ) -> Result<Readback, String> {
-        let mut rows = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self.read_page(served, isolation, cursor.as_deref()).await?;
-            rows.extend(page.back.rows);
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => return Ok(Readback::of_rows(rows)),
-            }
-        }
+        read_table(served.server().url(), &table_name(isolation)).await
     }
 
     async fn read_page(
@@ -135,39 +126,59 @@ impl Store for PgStore {
         isolation: &str,
         cursor: Option<&str>,
     ) -> Result<Page, String> {
-        let client = connect(served.server().url()).await?;
-        let table = pico_pg_quote(&table_name(isolation));
-        let after = cursor.map(PageKey::parse).transpose()?;
-        let rows = match &after {
-            None => {
-                let sql = page_sql(&table, "");
-                client
-                    .query(&sql, &[])
-                    .await
-                    .map_err(|e| format!("{sql}: {e}"))?
-            }
-            Some(key) => {
-                let sql = page_sql(
-                    &table,
-                    "WHERE (pico_topic, pico_partition, pico_offset, ctid) \
-                     > ($1, $2, $3, $4::text::tid)",
-                );
-                client
-                    .query(&sql, &[&key.topic, &key.partition, &key.offset, &key.ctid])
-                    .await
-                    .map_err(|e| format!("{sql}: {e}"))?
-            }
-        };
-        let next = match rows.last() {
-            Some(last) if rows.len() == PAGE_ROWS => Some(PageKey::of_row(last).render()?),
-            _ => None,
-        };
-        let rows = rows.iter().map(read_row).collect();
-        Ok(Page {
-            back: Readback::of_rows(rows),
-            next,
-        })
+        read_table_page(served.server().url(), &table_name(isolation), cursor).await
     }
+}
+
+/// Every row of `table` at `url`, a page at a time, each physical row once (a repeated key
+/// shows twice). The conformance targets and the benchmarks read their tables through it.
+pub(crate) async fn read_table(url: &str, table: &str) -> Result<Readback, String> {
+    let mut rows = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = read_table_page(url, table, cursor.as_deref()).await?;
+        rows.extend(page.back.rows);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(Readback::of_rows(rows)),
+        }
+    }
+}
+
+/// One page of `table` after `cursor`, in key order.
+async fn read_table_page(url: &str, table: &str, cursor: Option<&str>) -> Result<Page, String> {
+    let client = connect(url).await?;
+    let table = pico_pg_quote(table);
+    let after = cursor.map(PageKey::parse).transpose()?;
+    let rows = match &after {
+        None => {
+            let sql = page_sql(&table, "");
+            client
+                .query(&sql, &[])
+                .await
+                .map_err(|e| format!("{sql}: {e}"))?
+        }
+        Some(key) => {
+            let sql = page_sql(
+                &table,
+                "WHERE (pico_topic, pico_partition, pico_offset, ctid) \
+                 > ($1, $2, $3, $4::text::tid)",
+            );
+            client
+                .query(&sql, &[&key.topic, &key.partition, &key.offset, &key.ctid])
+                .await
+                .map_err(|e| format!("{sql}: {e}"))?
+        }
+    };
+    let next = match rows.last() {
+        Some(last) if rows.len() == PAGE_ROWS => Some(PageKey::of_row(last).render()?),
+        _ => None,
+    };
+    let rows = rows.iter().map(read_row).collect();
+    Ok(Page {
+        back: Readback::of_rows(rows),
+        next,
+    })
 }
 
 /// Rows per page of the judge's read-back.

@@ -5,7 +5,7 @@ use std::time::Instant;
 use pico_sink::Sink;
 use pico_sink_quickwit::{QuickwitSink, QuickwitSinkConfig};
 
-use super::start;
+use super::{read_index, start};
 use crate::measure::{BenchSize, SinkBench};
 use crate::measure::{Place, batch, compare};
 use crate::provide::first_available;
@@ -21,6 +21,7 @@ pub async fn quickwit(size: BenchSize) -> Result<SinkBench, String> {
         config.commit_timeout_secs = 1;
         QuickwitSink::new(config).map_err(|e| e.to_string())
     };
+    let index = |place: Place| format!("sink-{place}").replace('_', "-");
     let rows = compare(
         size,
         async |records: u64, rep: usize| {
@@ -34,7 +35,8 @@ pub async fn quickwit(size: BenchSize) -> Result<SinkBench, String> {
                 .map_err(|e| e.to_string())?;
             Ok(started.elapsed())
         },
-        async |place: Place| sink_for(format!("sink-{place}").replace('_', "-")),
+        async |place: Place| sink_for(index(place)),
+        async |place: Place| read_index(&hosted.url, &index(place)).await,
     )
     .await?;
     hosted.stop().await?;

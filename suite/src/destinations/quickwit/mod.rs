@@ -5,4 +5,5 @@ pub mod bench;
 pub mod runtime;
 mod target;
 
+pub(crate) use target::read_index;
 pub use target::{QuickwitTarget, start};

@@ -201,50 +201,49 @@ impl Store for Qw {
         Ok(())
     }
 
-    /// Every document of the index, through the scroll API (a search page holds at most
-    /// 10 000 hits, the flaky-network scenario writes 20 000).
     async fn read_back(
         &self,
         served: &Served<Hosted>,
         isolation: &str,
     ) -> Result<Readback, String> {
-        let client = reqwest::Client::new();
-        let first = client
-            .post(format!(
-                "{}/api/v1/_elastic/{isolation}/_search?scroll=5m",
-                served.server().url
-            ))
-            .json(&serde_json::json!({"size": 5000, "query": {"match_all": {}}}))
+        read_index(&served.server().url, isolation).await
+    }
+}
+
+/// Every document of `index` at `url`, through the scroll API (a search page holds at most
+/// 10 000 hits, the flaky-network scenario writes 20 000); an absent index holds none. The
+/// conformance target and the benchmarks read Quickwit through it.
+pub(crate) async fn read_index(url: &str, index: &str) -> Result<Readback, String> {
+    let client = reqwest::Client::new();
+    let first = client
+        .post(format!("{}/api/v1/_elastic/{index}/_search?scroll=5m", url))
+        .json(&serde_json::json!({"size": 5000, "query": {"match_all": {}}}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if first.status().as_u16() == 404 {
+        return Ok(Readback::default());
+    }
+    let mut answer: serde_json::Value = first.json().await.map_err(|e| e.to_string())?;
+    let mut back = Readback::default();
+    loop {
+        let page = rows_from_hits(&answer)?;
+        if page.rows.is_empty() {
+            return Ok(back);
+        }
+        back.rows.extend(page.rows);
+        let scroll_id = answer["_scroll_id"]
+            .as_str()
+            .ok_or_else(|| format!("a page without _scroll_id: {answer}"))?
+            .to_owned();
+        answer = client
+            .post(format!("{}/api/v1/_elastic/_search/scroll", url))
+            .json(&serde_json::json!({"scroll": "5m", "scroll_id": scroll_id}))
             .send()
             .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
             .map_err(|e| e.to_string())?;
-        if first.status().as_u16() == 404 {
-            return Ok(Readback::default());
-        }
-        let mut answer: serde_json::Value = first.json().await.map_err(|e| e.to_string())?;
-        let mut back = Readback::default();
-        loop {
-            let page = rows_from_hits(&answer)?;
-            if page.rows.is_empty() {
-                return Ok(back);
-            }
-            back.rows.extend(page.rows);
-            let scroll_id = answer["_scroll_id"]
-                .as_str()
-                .ok_or_else(|| format!("a page without _scroll_id: {answer}"))?
-                .to_owned();
-            answer = client
-                .post(format!(
-                    "{}/api/v1/_elastic/_search/scroll",
-                    served.server().url
-                ))
-                .json(&serde_json::json!({"scroll": "5m", "scroll_id": scroll_id}))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?
-                .json()
-                .await
-                .map_err(|e| e.to_string())?;
-        }
     }
 }

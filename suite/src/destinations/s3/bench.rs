@@ -3,7 +3,10 @@
 use std::time::Instant;
 
 use aws_sdk_s3::primitives::ByteStream;
+use pico_conformance::target::Readback;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
+
+use super::read_objects;
 
 use crate::measure::{BenchSize, SinkBench};
 use crate::measure::{Place, batch, compare};
@@ -43,6 +46,10 @@ pub async fn s3(size: BenchSize) -> Result<SinkBench, String> {
             config.credentials =
                 Some((server.access_key.clone(), server.secret_key.clone().into()));
             S3Sink::new(config).map_err(|e| e.to_string())
+        },
+        async |place: Place| {
+            let (rows, _) = read_objects(&client, "bench", &format!("sink/{place}/")).await?;
+            Ok(Readback::of_rows(rows))
         },
     )
     .await?;
