@@ -51,6 +51,10 @@ fn benchmark_report_is_rendered_from_its_json_and_complete() {
                 r.raw_ms > 0.0 && r.first_ms > 0.0 && r.replay_ms > 0.0,
                 "{sink}: {r:?}"
             );
+            assert!(
+                r.cold_replay_ms.is_some_and(|ms| ms > 0.0) && r.held_checked,
+                "{sink}: the committed report must carry the cold replay and the read-back: {r:?}"
+            );
         }
     }
     let functions: Vec<&str> = report
