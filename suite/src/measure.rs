@@ -357,11 +357,12 @@ async fn time_rep<S: Sink>(
 /// made by `make` for each [`Place`]: its first write and warm replay, then its cold replay
 /// through a new instance into a place with history ([`write_history`], filled once per batch
 /// size before the repetitions), reduced to medians. After every write and replay, `held`
-/// reads the place back (untimed), which must hold exactly the records sent, each once. Each path first runs once unmeasured
-/// (repetition index `size.reps()`), so neither meets a cold server, cold caches or a cold
-/// client that the other has already warmed; then the order alternates, the anchor first in
-/// even repetitions and the sink first in odd ones, so neither always runs right after the
-/// other. Each raw call must write into a place of its own (the repetition index names it).
+/// reads the place back (untimed), which must hold exactly the records sent, each once. Each
+/// path first runs once unmeasured (repetition index `size.reps()`), so neither meets a cold
+/// server, cold caches or a cold client that the other has already warmed; then the order
+/// alternates, the anchor first in even repetitions and the sink first in odd ones, so neither
+/// always runs right after the other. Each raw call must write into a place of its own (the
+/// repetition index names it).
 pub async fn compare<S: Sink>(
     size: BenchSize,
     mut raw: impl AsyncFnMut(u64, usize) -> Result<Duration, String>,
