@@ -355,7 +355,7 @@ async fn time_rep<S: Sink>(
 
 /// Repetitions per batch size, each timing the raw anchor (`raw(records, rep)`) and the sink
 /// made by `make` for each [`Place`]: its first write and warm replay, then its cold replay
-/// through a new instance into a place with history ([`write_history`], filled once per batch
+/// through a new instance into a place with history (`write_history`, filled once per batch
 /// size before the repetitions), reduced to medians. After every write and replay, `held`
 /// reads the place back (untimed), which must hold exactly the records sent, each once. Each
 /// path first runs once unmeasured (repetition index `size.reps()`), so neither meets a cold
