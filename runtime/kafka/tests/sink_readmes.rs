@@ -9,10 +9,12 @@ use pico_kafka::sinks::KINDS;
 
 /// The ```toml block of the README's "## Under pico-kafka" section.
 fn readme_section(kind: &str) -> Result<String, String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../sinks")
-        .join(kind)
-        .join("README.md");
+    // At run time (cargo and nextest set it): the compile-time value names whichever checkout
+    // last built this binary in a shared target directory.
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let path = here.join("../../sinks").join(kind).join("README.md");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (_, section) = text
         .split_once("\n## Under pico-kafka\n")
