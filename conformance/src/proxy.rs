@@ -292,6 +292,17 @@ fn is_interim_http(chunk: &[u8]) -> bool {
             .is_some_and(|end| end + 4 == chunk.len())
 }
 
+/// The address of the host and port of `url` (`scheme://[user@]host[:port]/…`; the port
+/// defaults to 80 for http, 443 for https): where a client of `url` connects.
+pub async fn resolve_url(url: &str) -> Result<SocketAddr, String> {
+    let (host, port) = host_port(url)?;
+    tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|e| format!("{url}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{url} does not resolve"))
+}
+
 /// The host and port of a URL.
 fn host_port(url: &str) -> Result<(String, u16), String> {
     let (scheme, rest) = url
@@ -341,13 +352,7 @@ impl FaultProxies {
     /// A new proxy in front of the host and port of `url` (`scheme://[user@]host[:port]/…`;
     /// the port defaults to 80 for http, 443 for https).
     pub async fn in_front_of_url(&self, url: &str) -> Result<Arc<FaultProxy>, String> {
-        let (host, port) = host_port(url)?;
-        let upstream = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| format!("{url}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{url} does not resolve"))?;
-        self.in_front_of(upstream).await
+        self.in_front_of(resolve_url(url).await?).await
     }
 
     /// Stops every proxy.

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use pico_conformance::target::Readback;
+use pico_conformance::target::{ReadRow, Readback};
 use pico_sink::identity::RecordId;
 use pico_sink::{Batch, Record, Sink};
 use serde::{Deserialize, Serialize};
@@ -176,6 +176,12 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
+/// The median of `v` (the upper one of an even count, as [`median`]).
+pub fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
 /// Records in each earlier batch the place of a cold replay holds
 /// ([`BenchSize::history_batches`]).
 pub const HISTORY_BATCH_RECORDS: u64 = 100;
@@ -230,30 +236,42 @@ async fn check_held(
     size: BenchSize,
 ) -> Result<(), String> {
     let back = held(place).await?;
-    let mut ids: Vec<(u32, u64)> = back
-        .rows
-        .iter()
-        .map(|r| (r.id.partition, r.id.offset))
-        .collect();
+    held_exactly(
+        &place.to_string(),
+        &back.rows,
+        back.physical_rows,
+        &place.expected(size),
+    )
+}
+
+/// Checks that `rows` (what `what` holds) are exactly `expected` (`(partition, offset)`,
+/// sorted), each once, and that the destination physically stores that many rows where it
+/// says (`physical`).
+pub(crate) fn held_exactly(
+    what: &str,
+    rows: &[ReadRow],
+    physical: Option<u64>,
+    expected: &[(u32, u64)],
+) -> Result<(), String> {
+    let mut ids: Vec<(u32, u64)> = rows.iter().map(|r| (r.id.partition, r.id.offset)).collect();
     ids.sort_unstable();
-    let expected = place.expected(size);
     if ids != expected {
         let rows = ids.len();
         ids.dedup();
         let missing = expected.iter().filter(|e| ids.binary_search(e).is_err());
         return Err(format!(
-            "{place} holds {rows} rows of {} distinct records where exactly the {} records sent \
+            "{what} holds {rows} rows of {} distinct records where exactly the {} records sent \
              were expected, each once ({} of them missing)",
             ids.len(),
             expected.len(),
             missing.count()
         ));
     }
-    if let Some(physical) = back.physical_rows
+    if let Some(physical) = physical
         && physical != expected.len() as u64
     {
         return Err(format!(
-            "{place} stores {physical} physical rows for the {} records sent",
+            "{what} stores {physical} physical rows for the {} records sent",
             expected.len()
         ));
     }
@@ -261,7 +279,7 @@ async fn check_held(
 }
 
 /// A batch consumed by `sink`, checked to have written `expected` records.
-async fn consume_checked(
+pub(crate) async fn consume_checked(
     sink: &dyn Sink,
     b: &Batch,
     expected: u64,
@@ -415,8 +433,6 @@ pub async fn compare<S: Sink>(
 
 #[cfg(test)]
 mod tests {
-    use pico_conformance::target::ReadRow;
-
     use super::*;
 
     /// What a place holding `ids` (partition, offset) reads back as.

@@ -2,11 +2,11 @@
 //! in the same run and reported as ratios ([`report`]). The anchors of single destinations live
 //! in their folders (`destinations/<x>/bench.rs`) and measure with [`crate::measure`]; here are
 //! the benchmarks that span destinations (the lakehouse formats, the commit-cost soak, the
-//! pico-kafka pipeline), the identity timings, and the report.
+//! pico-kafka runtime end to end), the identity timings, and the report.
 
+pub mod end_to_end;
 mod identity;
 mod lakehouse;
-mod pipeline;
 pub mod report;
 mod soak;
 
@@ -20,6 +20,5 @@ pub use crate::measure::{
 };
 pub use identity::identity;
 pub use lakehouse::{Lakehouse, lakehouse};
-pub use pipeline::pipeline;
 pub use report::PipelineBench;
 pub use soak::{SOAK_BATCH, Store, soak, soak_commits, soak_window, soaks};

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use pico_conformance::target::ServerInfo;
 use serde::{Deserialize, Serialize};
 
+use crate::bench::end_to_end::render as render_end_to_end;
+pub use crate::bench::end_to_end::{EndToEndRow, PathFigures};
 pub use crate::measure::{BenchRow, BenchSize, SinkBench};
 
 /// The goals the report checks each run against (from the performance issue).
@@ -29,6 +31,11 @@ pub mod goals {
     pub const FIRST_PER_RAW_BATCH: u64 = 10_000;
     /// An identity derivation must take less than this, in nanoseconds per record.
     pub const IDENTITY_NS: f64 = 100.0;
+    /// The share of the slower of its two parts (raw consume of the topic, the sink's own first
+    /// write of the same records) `pico-kafka` must reach end to end in steady state (#39)…
+    pub const END_TO_END_PER_SLOWER: f64 = 0.8;
+    /// … for these destinations (their crash-suite ids).
+    pub const END_TO_END_SINKS: [&str; 4] = ["postgres", "clickhouse", "s3", "delta-s3"];
     /// In the commit-cost soak, the median commit of the last window may cost at most this
     /// many times the median commit of the first.
     pub const SOAK_GROWTH: f64 = 1.5;
@@ -118,7 +125,8 @@ impl SoakRow {
     }
 }
 
-/// What one end-to-end run measured.
+/// What one end-to-end run measured before #39 step 2 (20 000 records into PostgreSQL, each
+/// path once): kept so that reports of that time still read and render.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineBench {
     /// The broker.
@@ -177,9 +185,12 @@ pub struct BenchReport {
     pub sinks: Vec<SinkBench>,
     /// Identity derivations.
     pub identity: Vec<IdentityTiming>,
-    /// Broker → `pico-kafka` → PostgreSQL, when it ran.
+    /// Broker → `pico-kafka` → PostgreSQL, in reports from before #39 step 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineBench>,
+    /// Broker → `pico-kafka` → each destination, beside its parts, when it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub end_to_end: Vec<EndToEndRow>,
     /// The commit-cost soak of the lakehouse sinks, when it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub soak: Vec<SoakRow>,
@@ -233,6 +244,15 @@ impl BenchReport {
                         met: r.first_per_raw() >= share,
                     });
                 }
+            }
+        }
+        for row in &self.end_to_end {
+            if let Some(goal) = row.goal() {
+                checks.push(GoalCheck {
+                    goal,
+                    measured: format!("{:.2}", row.per_slower()),
+                    met: row.per_slower() >= goals::END_TO_END_PER_SLOWER,
+                });
             }
         }
         for row in &self.soak {
@@ -429,6 +449,7 @@ pub fn render_markdown(r: &BenchReport) -> String {
             rate(p.records, p.end_to_end_ms)
         );
     }
+    render_end_to_end(&mut md, &r.end_to_end);
     render_soak(&mut md, &r.soak);
     let _ = writeln!(
         md,
@@ -644,6 +665,7 @@ mod tests {
             }],
             identity: Vec::new(),
             pipeline: None,
+            end_to_end: Vec::new(),
             soak: Vec::new(),
         };
         let check = &report.goal_checks()[0];

@@ -1,9 +1,11 @@
 //! `pico-bench`: each sink beside its destination's raw bulk path on the same server in the same
 //! run, reported as ratios (absolute numbers on a shared machine mean little).
 //!
-//! `pico-bench all` measures every sink, the identity derivations and the end-to-end pipeline
-//! (broker → pico-kafka → PostgreSQL) and writes `docs/benchmarks.{json,md,svg}`;
-//! `pico-bench sink <sink>… [--pipeline]` measures some and prints their tables;
+//! `pico-bench all` measures every sink, the identity derivations, pico-kafka end to end
+//! (broker → pico-kafka → PostgreSQL, ClickHouse, S3, Delta on S3) and the commit-cost soak,
+//! and writes `docs/benchmarks.{json,md,svg}`;
+//! `pico-bench sink <sink>…` measures some and prints their tables; `pico-bench end-to-end`
+//! and `pico-bench soak` measure one section and can put it into a written report;
 //! `pico-bench render` re-renders the Markdown and SVG from the JSON.
 
 use std::path::{Path, PathBuf};
@@ -87,12 +89,24 @@ enum Command {
         /// benchmarks, from the registry of destinations), delta, iceberg.
         #[arg(value_parser = Which::named)]
         sinks: Vec<Which>,
-        /// Also broker → pico-kafka → PostgreSQL, end to end.
-        #[arg(long)]
-        pipeline: bool,
         /// The smaller size.
         #[arg(long)]
         reduced: bool,
+    },
+    /// pico-kafka end to end alone (broker → pico-kafka → each destination, beside raw consume
+    /// and the sink's own write); prints its section of the report, and with `--out` puts it
+    /// into the report there (the rest of that report is kept as it was measured).
+    EndToEnd {
+        /// Directory holding the benchmarks.json whose end-to-end section this run replaces.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The smaller size (20 000 records per topic instead of 200 000).
+        #[arg(long)]
+        reduced: bool,
+        /// Only these destinations (postgres, clickhouse, s3, delta-s3); their rows replace
+        /// theirs in the report and the others' stay.
+        #[arg(long)]
+        sink: Vec<String>,
     },
     /// The commit-cost soak alone (delta, delta-s3, iceberg, iceberg-s3): many commits of 100
     /// records into one table each; prints its section of the report, and with `--out` puts it
@@ -147,15 +161,17 @@ fn empty_report(size: BenchSize) -> BenchReport {
         sinks: Vec::new(),
         identity: Vec::new(),
         pipeline: None,
+        end_to_end: Vec::new(),
         soak: Vec::new(),
     }
 }
 
-/// Measures `sinks`, the identity derivations, and the pipeline and the soak when asked.
+/// Measures `sinks`, the identity derivations, and pico-kafka end to end and the soak when
+/// asked.
 async fn measure(
     sinks: &[Which],
     size: BenchSize,
-    with_pipeline: bool,
+    with_end_to_end: bool,
     with_soak: bool,
 ) -> Result<BenchReport, String> {
     let mut report = empty_report(size);
@@ -164,9 +180,9 @@ async fn measure(
         tracing::info!(sink = %which.id, "measuring");
         report.sinks.push((which.measure)(size).await?);
     }
-    if with_pipeline {
-        tracing::info!("measuring broker → pico-kafka → postgres");
-        report.pipeline = Some(bench::pipeline(size).await?);
+    if with_end_to_end {
+        tracing::info!("measuring broker → pico-kafka → each destination");
+        report.end_to_end = bench::end_to_end::end_to_end(size, &[]).await?;
     }
     if with_soak {
         let commits = bench::soak_commits(size);
@@ -191,6 +207,26 @@ fn write(out: &Path, report: &BenchReport) -> Result<(), String> {
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// The report a section measured at `size` goes into: the one in `out` (which must have been
+/// measured by a build of this profile at this size), or a new one.
+fn report_to_merge(out: Option<&Path>, size: BenchSize) -> Result<BenchReport, String> {
+    let Some(dir) = out else {
+        return Ok(empty_report(size));
+    };
+    let report = read_report(dir)?;
+    let profile = profile();
+    if report.profile != profile || report.size != size {
+        return Err(format!(
+            "the report in --out was measured by a {} build at {} size, this run by a {profile} \
+             build at {} size: run `pico-bench all` instead",
+            report.profile,
+            report.size.id(),
+            size.id()
+        ));
+    }
+    Ok(report)
 }
 
 /// The report in `dir`/benchmarks.json.
@@ -232,12 +268,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             }
             Ok(!check_goals || missed.is_empty())
         }
-        Command::Sink {
-            sinks,
-            pipeline,
-            reduced,
-        } => {
-            let report = measure(&sinks, size(reduced), pipeline, false).await?;
+        Command::Sink { sinks, reduced } => {
+            let report = measure(&sinks, size(reduced), false, false).await?;
             println!("{}", render_markdown(&report));
             Ok(true)
         }
@@ -247,26 +279,40 @@ async fn run(cli: Cli) -> Result<bool, String> {
             commits,
         } => {
             let commits = commits.unwrap_or(bench::soak_commits(size(reduced)));
-            let mut report = match &out {
-                Some(dir) => read_report(dir)?,
-                None => empty_report(size(reduced)),
-            };
-            let profile = profile();
-            if report.profile != profile || report.size != size(reduced) {
-                return Err(format!(
-                    "the report in --out was measured by a {} build at {} size, this soak by a \
-                     {profile} build at {} size: run `pico-bench all` instead",
-                    report.profile,
-                    report.size.id(),
-                    size(reduced).id()
-                ));
-            }
+            let mut report = report_to_merge(out.as_deref(), size(reduced))?;
             report.soak = bench::soaks(commits, bench::soak_window(commits)).await?;
             println!("{}", render_markdown(&report));
             if let Some(dir) = &out {
                 write(dir, &report)?;
                 println!(
                     "wrote the soak into {}/benchmarks.{{json,md,svg}}",
+                    dir.display()
+                );
+            }
+            Ok(true)
+        }
+        Command::EndToEnd { out, reduced, sink } => {
+            let mut report = report_to_merge(out.as_deref(), size(reduced))?;
+            let rows = bench::end_to_end::end_to_end(size(reduced), &sink).await?;
+            report
+                .end_to_end
+                .retain(|r| !rows.iter().any(|new| new.sink == r.sink));
+            report.end_to_end.extend(rows);
+            let order = |id: &str| {
+                bench::end_to_end::DESTINATIONS
+                    .iter()
+                    .position(|d| d.id == id)
+            };
+            report
+                .end_to_end
+                .sort_by_key(|r| (order(&r.sink), std::cmp::Reverse(r.partitions)));
+            // The section it replaces, in reports from before #39 step 2.
+            report.pipeline = None;
+            println!("{}", render_markdown(&report));
+            if let Some(dir) = &out {
+                write(dir, &report)?;
+                println!(
+                    "wrote the end-to-end rows into {}/benchmarks.{{json,md,svg}}",
                     dir.display()
                 );
             }

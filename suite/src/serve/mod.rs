@@ -9,7 +9,7 @@
 //! [`Server`]. [`reaper`] stops every process started here when the suite ends or is
 //! interrupted. Two servers are shared rather than owned by one destination: [`s3`], the
 //! object store the s3, delta-s3 and iceberg-s3 destinations and the soak write into, and
-//! [`kafka`], the broker pico-kafka runs against in the crash suite and the pipeline benchmark. See `docs/architecture.md`.
+//! [`kafka`], the broker pico-kafka runs against in the crash suite and the end-to-end benchmark. See `docs/architecture.md`.
 
 pub mod docker;
 pub mod hosted;

@@ -68,9 +68,13 @@ impl PgServer {
             .ok_or_else(|| format!("{host} does not resolve"))
     }
 
-    /// The URL with another host:port (the fault proxy in front of the server).
+    /// The URL with another host:port (the fault proxy in front of the server); the URL itself
+    /// for the server's own address.
     pub fn url_via(&self, addr: std::net::SocketAddr) -> Result<String, String> {
         let real = self.socket_addr()?;
+        if addr == real {
+            return Ok(self.url.clone());
+        }
         let url = self.url.replace(
             &format!("127.0.0.1:{}", real.port()),
             &format!("127.0.0.1:{}", addr.port()),
