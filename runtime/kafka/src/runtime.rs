@@ -12,8 +12,9 @@
 //!   committed. A commit of the partition already running lands before the revoke returns,
 //!   and none starts after it (its commit fence), so no late commit moves the group's offset
 //!   back behind the next owner's. On assign, librdkafka resumes from the committed offset.
-//! * **Back-pressure**: each worker takes one batch in flight and one queued; a partition
-//!   whose buffer grows past four batches is paused at the broker until it drains.
+//! * **Back-pressure**: each worker takes one batch in flight and one queued, the queue refilled
+//!   as soon as the worker takes a batch off it; a partition whose buffer grows past four
+//!   batches is paused at the broker until it drains.
 //! * **Opening**: the sink is opened before the consumer joins the group; a destination down
 //!   at start is ridden out the same way as below, with no partition held meanwhile.
 //! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
@@ -213,6 +214,10 @@ struct WorkerKit {
     shared: Arc<Shared>,
     dlq: Option<(Arc<FutureProducer>, String)>,
     failures: mpsc::UnboundedSender<Exit>,
+    /// A partition whose worker took a batch off its queue: the loop hands it the next one at
+    /// once (without it, a partition whose buffer is full but gets no new record waited for
+    /// the next linger tick: one batch per linger on a paused or single partition).
+    ready: mpsc::UnboundedSender<Tp>,
     /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
     commit_delay: Duration,
     /// The crash suite's control, if this build has them and the pipeline file names one.
@@ -349,6 +354,8 @@ impl DriverHooks for PartitionHooks {
 async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: Arc<CommitFence>) {
     let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
     while let Some(batch) = queue.recv().await {
+        // Room in the queue: the next batch is cut while this one is written.
+        let _ = kit.ready.send(tp.clone());
         let mut hooks = PartitionHooks {
             tp: tp.clone(),
             first: batch.id().first,
@@ -520,6 +527,7 @@ pub async fn run(
         None => None,
     };
     let (failures, mut failed) = mpsc::unbounded_channel();
+    let (ready, mut wants_more) = mpsc::unbounded_channel();
     let batch = pipeline.batch.limits(sink.commit_policy());
     let kit = WorkerKit {
         sink,
@@ -530,6 +538,7 @@ pub async fn run(
         shared: shared.clone(),
         dlq,
         failures,
+        ready,
         commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
         #[cfg(feature = "mutants")]
         mutant: pipeline.chaos.mutant,
@@ -552,6 +561,10 @@ pub async fn run(
             biased;
             () = &mut shutdown => break None,
             Some(exit) = failed.recv() => break Some(exit),
+            Some(tp) = wants_more.recv() => {
+                forget_revoked(&shared, &mut pending);
+                flush(&tp, &mut pending, &kit, &batch, false);
+            }
             message = consumer.recv() => match message {
                 Ok(m) => {
                     forget_revoked(&shared, &mut pending);
