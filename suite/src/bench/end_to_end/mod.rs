@@ -35,6 +35,11 @@ pub const DESTINATIONS: [&Runtime; 4] = [
     &delta::runtime::RUNTIME,
 ];
 
+/// The longest linger a run keeps from a sink's commit policy: Delta's 60 s would leave the
+/// topic's last partial batch waiting a minute after everything else was written (a latency
+/// setting, not a rate); its batch sizes stay the policy's.
+pub const LINGER_CAP_MS: u64 = 1_000;
+
 /// Partitions of the two topics.
 const LAYOUTS: [u32; 2] = [8, 1];
 
@@ -75,12 +80,22 @@ struct Bench<'a> {
     addr: SocketAddr,
     /// Names this run's isolations apart from earlier runs' on the same servers.
     tag: u32,
+    /// [`LINGER_CAP_MS`] where the sink's policy lingers longer.
+    linger_ms: Option<u64>,
 }
 
-/// A pipeline file reading `topic` in `group` into `sink` (a `[sink]` section).
-fn pipeline_text(brokers: &str, group: &str, topic: &Topic, sink: &str) -> String {
+/// A pipeline file reading `topic` in `group` into `sink` (a `[sink]` section), lingering at
+/// most `linger_ms` when given.
+fn pipeline_text(
+    brokers: &str,
+    group: &str,
+    topic: &Topic,
+    linger_ms: Option<u64>,
+    sink: &str,
+) -> String {
+    let batch = linger_ms.map_or(String::new(), |ms| format!("[batch]\nlinger_ms = {ms}\n\n"));
     format!(
-        "[kafka]\nbrokers = {}\ngroup = {}\ntopics = [{}]\n\n{sink}",
+        "[kafka]\nbrokers = {}\ngroup = {}\ntopics = [{}]\n\n{batch}{sink}",
         toml_string(brokers),
         toml_string(group),
         toml_string(&topic.name)
@@ -113,8 +128,8 @@ impl Bench<'_> {
         isolation: &str,
     ) -> Result<(Moved, BatchLimits), String> {
         let section = self.dest.sink_toml(isolation, self.addr).await?;
-        let pipeline = Pipeline::from_toml(&pipeline_text(self.brokers, "-", topic, &section))
-            .map_err(|e| e.to_string())?;
+        let text = pipeline_text(self.brokers, "-", topic, self.linger_ms, &section);
+        let pipeline = Pipeline::from_toml(&text).map_err(|e| e.to_string())?;
         let sink = pipeline.sink.build().await.map_err(|e| e.to_string())?;
         let limits = pipeline.batch.limits(sink.commit_policy());
         let n = per_batch(&limits, topic.record_bytes());
@@ -144,8 +159,11 @@ impl Bench<'_> {
         let group = format!("{isolation}-group");
         let section = self.dest.sink_toml(isolation, self.addr).await?;
         let file = self.dir.join(format!("{isolation}.toml"));
-        std::fs::write(&file, pipeline_text(self.brokers, &group, topic, &section))
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::write(
+            &file,
+            pipeline_text(self.brokers, &group, topic, self.linger_ms, &section),
+        )
+        .map_err(|e| format!("{}: {e}", file.display()))?;
         let log = self.dir.join(format!("{isolation}.log"));
         let run = run_runtime(self.bin, &file, &log, self.brokers, &group, topic).await?;
         self.check(isolation, topic, "pico-kafka").await?;
@@ -225,6 +243,20 @@ impl Bench<'_> {
     }
 }
 
+/// The linger the sink's commit policy asks of the runtime, when it asks one.
+async fn policy_linger(
+    dest: &dyn RuntimeDestination,
+    addr: SocketAddr,
+    brokers: &str,
+    topic: &Topic,
+) -> Result<Option<u64>, String> {
+    let section = dest.sink_toml("e2e-policy", addr).await?;
+    let pipeline = Pipeline::from_toml(&pipeline_text(brokers, "-", topic, None, &section))
+        .map_err(|e| e.to_string())?;
+    let sink = pipeline.sink.build().await.map_err(|e| e.to_string())?;
+    Ok(sink.commit_policy().map(|p| p.max_latency_ms))
+}
+
 /// Medians of `runs`.
 fn figures(runs: &[Moved]) -> PathFigures {
     PathFigures {
@@ -264,6 +296,10 @@ pub async fn end_to_end(size: BenchSize, only: &[String]) -> Result<Vec<EndToEnd
     {
         let dest = (runtime.provide)().await?;
         let addr = pico_conformance::proxy::resolve_url(&dest.upstream()?).await?;
+        let linger_ms = policy_linger(dest.as_ref(), addr, &broker.brokers, &topics[0])
+            .await?
+            .filter(|ms| *ms > LINGER_CAP_MS)
+            .map(|_| LINGER_CAP_MS);
         let bench = Bench {
             size,
             bin: &bin,
@@ -274,6 +310,7 @@ pub async fn end_to_end(size: BenchSize, only: &[String]) -> Result<Vec<EndToEnd
             dest: dest.as_ref(),
             addr,
             tag,
+            linger_ms,
         };
         for topic in &topics {
             rows.push(bench.measure(topic).await?);

@@ -1,11 +1,12 @@
 //! One `pico-kafka` process moving a topic into a destination: from its spawn until the group
 //! committed every offset, then a SIGTERM (it drains and exits 0). Its progress is read from
-//! the group's committed offsets, its memory from `/proc/<pid>/status`.
+//! the group's committed offsets, its memory from `/proc/<pid>/status`, the moment the group
+//! formed from its log (the first partition assigned).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -22,7 +23,8 @@ const STALL: Duration = Duration::from_secs(120);
 /// What one run of the runtime measured.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RuntimeRun {
-    /// How it moved the topic (steady state: from the first committed offset to the last).
+    /// How it moved the topic (steady state: from the first partition assigned to the last
+    /// offset committed).
     pub moved: Moved,
     /// The process's peak resident set (`VmHWM`), bytes.
     pub peak_rss: u64,
@@ -106,7 +108,7 @@ pub(super) async fn run_runtime(
     let committed = Committed::new(brokers, group, topic)?;
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    let started = Instant::now();
+    let (started, spawned) = (Instant::now(), SystemTime::now());
     let mut child: Child = Command::new(bin)
         .arg("run")
         .arg(pipeline)
@@ -120,7 +122,7 @@ pub(super) async fn run_runtime(
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let pid = child.id().ok_or("the runtime exited at once")?;
     let n = topic.records();
-    let (mut peak, mut first): (u64, Option<(Instant, u64)>) = (0, None);
+    let mut peak = 0;
     let (mut last_total, mut last_move) = (0u64, Instant::now());
     let end = loop {
         tokio::time::sleep(SAMPLE).await;
@@ -133,9 +135,6 @@ pub(super) async fn run_runtime(
         }
         let total = committed.total().await?;
         let now = Instant::now();
-        if total > 0 && first.is_none() {
-            first = Some((now, total));
-        }
         if total >= n {
             break now;
         }
@@ -149,16 +148,37 @@ pub(super) async fn run_runtime(
             ));
         }
     };
-    let (first_at, first_total) = first.unwrap_or((end, n));
+    stop(&mut child, pid, log).await?;
+    let formed = group_formed(log, spawned)?;
     let moved = Moved {
         total: end - started,
-        steady_per_s: steady(n - first_total, end - first_at),
+        steady_per_s: steady(n, end.saturating_duration_since(started + formed)),
     };
-    stop(&mut child, pid, log).await?;
     Ok(RuntimeRun {
         moved,
         peak_rss: peak,
     })
+}
+
+/// How long after `spawned` the runtime logged its first partition assigned (the group had
+/// formed), from the timestamp of that line in its `log`.
+fn group_formed(log: &Path, spawned: SystemTime) -> Result<Duration, String> {
+    let text = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let line = text
+        .lines()
+        .find(|l| l.contains("partition assigned"))
+        .ok_or_else(|| {
+            format!(
+                "the runtime's log has no partition assigned:\n{}",
+                tail(log)
+            )
+        })?;
+    let stamp = line.split_whitespace().next().unwrap_or_default();
+    let at = time::OffsetDateTime::parse(stamp, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("the runtime's log line {line:?} starts with no time: {e}"))?;
+    Ok(SystemTime::from(at)
+        .duration_since(spawned)
+        .unwrap_or_default())
 }
 
 /// SIGTERM, then the exit: it must drain and exit 0 within a minute.

@@ -95,10 +95,17 @@ pub fn render(md: &mut String, rows: &[EndToEndRow]) {
          in turn, one writer; **pico-kafka** (its binary as a process, commit after confirm) \
          from its spawn until the group committed every offset, then a SIGTERM it must answer \
          by draining. Steady state starts once the group formed: at the first record received \
-         (raw consume) or the first offset committed (pico-kafka). After every sink write and \
-         every pico-kafka run the destination was read back and held exactly the records sent, \
-         each once.\n",
-        first.records, first.record_bytes, first.broker.name, first.broker.version, first.reps
+         (raw consume) or the first partition assigned (pico-kafka, from its log). Batch sizes \
+         are the sink's commit policy's; a linger longer than {} ms is capped to it (Delta's \
+         60 s would leave the topic's last partial batch waiting a minute: a latency setting, \
+         not a rate). After every sink write and every pico-kafka run the destination was read \
+         back and held exactly the records sent, each once.\n",
+        first.records,
+        first.record_bytes,
+        first.broker.name,
+        first.broker.version,
+        first.reps,
+        super::LINGER_CAP_MS
     );
     let _ = writeln!(
         md,

@@ -151,8 +151,8 @@ async fn high_watermarks(brokers: &str, topic: &Topic) -> Result<Vec<u64>, Strin
 pub(super) struct Moved {
     /// From the start (the consumer created, the process spawned) to the last record.
     pub total: Duration,
-    /// Records per second in steady state: after the group formed and the first record
-    /// arrived (raw consume) or the first offset was committed (end to end), to the last.
+    /// Records per second in steady state, once the group formed: from the first record
+    /// received (raw consume) or the first partition assigned (end to end) to the last.
     pub steady_per_s: f64,
 }
 
