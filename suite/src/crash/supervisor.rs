@@ -235,7 +235,9 @@ async fn report_end(inner: &Inner, slot: usize, how: String) {
     }
 }
 
-fn spawn(bin: &Path, pipeline: &Path, log: &Path) -> Result<Child, String> {
+/// Starts `bin run <pipeline>`, its standard output and error appended to `log`, killed if
+/// dropped.
+pub(crate) fn spawn(bin: &Path, pipeline: &Path, log: &Path) -> Result<Child, String> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

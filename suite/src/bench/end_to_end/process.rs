@@ -4,7 +4,6 @@
 //! formed from its log (the first partition assigned).
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -14,6 +13,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::process::{Child, Command};
 
 use super::topic::{Moved, Topic, steady};
+use crate::crash::supervisor::spawn;
 
 /// How often the group's progress and the process's memory are sampled.
 const SAMPLE: Duration = Duration::from_millis(100);
@@ -106,20 +106,8 @@ pub(super) async fn run_runtime(
     topic: &Topic,
 ) -> Result<RuntimeRun, String> {
     let committed = Committed::new(brokers, group, topic)?;
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
     let (started, spawned) = (Instant::now(), SystemTime::now());
-    let mut child: Child = Command::new(bin)
-        .arg("run")
-        .arg(pipeline)
-        .env("RUST_LOG", "info,rdkafka=warn")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let mut child = spawn(bin, pipeline, log)?;
     let pid = child.id().ok_or("the runtime exited at once")?;
     let n = topic.records();
     let mut peak = 0;
