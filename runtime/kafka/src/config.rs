@@ -184,7 +184,8 @@ impl DeadLetterSettings {
 pub struct RetrySettings {
     /// Attempts per round. When every attempt of a round failed with a `Retryable` error, the
     /// partition waits [`Self::max_backoff_ms`] (with jitter) and delivers the same batch again,
-    /// keeping its partitions; fetching pauses once four batches wait behind it.
+    /// keeping its partitions; fetching pauses once sixteen batches (or four batches' bytes, at
+    /// least 16 MiB) wait behind it.
     pub max_attempts: u32,
     /// First backoff, ms.
     pub initial_backoff_ms: u64,
