@@ -15,7 +15,7 @@
 //! * **Back-pressure**: each worker takes one batch in flight and one queued, the queue refilled
 //!   as soon as the worker takes a batch off it; a partition whose buffer grows past sixteen
 //!   batches (or four batches' bytes, at least 16 MiB) is paused at the broker until it has
-//!   drained half of that ([`buffer_bound`]).
+//!   drained half of that (`buffer_bound`).
 //! * **Opening**: the sink is opened before the consumer joins the group; a destination down
 //!   at start is ridden out the same way as below, with no partition held meanwhile.
 //! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
