@@ -70,11 +70,27 @@ fn benchmark_report_is_rendered_from_its_json_and_complete() {
             "Scope::meilisearch_key"
         ]
     );
-    let pipeline = report
-        .pipeline
-        .as_ref()
-        .expect("the end-to-end pipeline ran");
-    assert!(pipeline.records >= 20_000 && pipeline.end_to_end_ms > 0.0);
+    // Every destination the end-to-end goal names, over 8 partitions and over 1, at full size,
+    // each run read back.
+    for sink in pico_suite::bench::report::goals::END_TO_END_SINKS {
+        for partitions in [8, 1] {
+            let row = report
+                .end_to_end
+                .iter()
+                .find(|r| r.sink == sink && r.partitions == partitions)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{sink} over {partitions} partition(s) is missing from the end-to-end rows"
+                    )
+                });
+            assert!(row.records >= 200_000 && row.reps >= 5, "{row:?}");
+            assert_eq!(row.verified_records, row.records, "{row:?}");
+            assert!(row.peak_rss_bytes > 0, "{row:?}");
+            for path in [&row.raw_consume, &row.sink_write, &row.end_to_end] {
+                assert!(path.steady_per_s > 0.0 && path.total_ms > 0.0, "{row:?}");
+            }
+        }
+    }
     // Goals are checked in the report itself; every goal has a line there.
     let md = read("benchmarks.md");
     for c in report.goal_checks() {

@@ -139,10 +139,53 @@ impl Default for BatchLimits {
     }
 }
 
+/// Batches' worth of records a partition's buffer holds before the partition is paused at the
+/// broker. librdkafka answers a resume with new records only after a pause (about 0.5 s against
+/// tansu here): pausing at four batches of 500 records on one partition cut each cycle to 2 000
+/// records per 0.5 s, 0.21 of the sink's and the broker's pace (#39, measured in the end-to-end
+/// benchmark). A buffer that holds several fetch responses keeps the partition fetching.
+const PAUSE_AT_BATCHES: usize = 16;
+
+/// Payload bytes a partition's buffer holds at least before it is paused, whatever the batch
+/// limits: about sixteen fetch responses of librdkafka's default 1 MiB per partition.
+const PAUSE_AT_LEAST_BYTES: usize = 16 << 20;
+
+/// librdkafka's default prefetch queue of one consumer (`queued.max.messages.kbytes`, 64 MiB),
+/// bytes: fetched records it holds before the runtime takes them.
+pub const PREFETCH_QUEUE_BYTES: usize = 64 << 20;
+
 impl BatchLimits {
     /// The linger as a duration.
     pub fn linger(&self) -> Duration {
         Duration::from_millis(self.linger_ms)
+    }
+
+    /// A partition's buffer is paused at the broker once it holds this many records or payload
+    /// bytes, and resumed once below half of both: sixteen batches' records, and four batches'
+    /// bytes but at least 16 MiB.
+    pub fn pause_at(&self) -> (usize, usize) {
+        (
+            self.max_records.saturating_mul(PAUSE_AT_BATCHES),
+            self.max_bytes.saturating_mul(4).max(PAUSE_AT_LEAST_BYTES),
+        )
+    }
+
+    /// The most payload bytes (keys and values) the runtime holds for one partition, one record
+    /// aside: its buffer up to the pause bound, one batch queued for its worker and one being
+    /// written.
+    pub fn partition_payload_bound(&self) -> usize {
+        self.pause_at()
+            .1
+            .saturating_add(self.max_bytes.saturating_mul(2))
+    }
+
+    /// The most payload bytes a runtime holding `partitions` partitions holds, librdkafka's
+    /// prefetch queue at its default size included (the README's "Memory"); the process itself
+    /// and the sink's encoding of the batches it writes come on top.
+    pub fn payload_bound(&self, partitions: usize) -> usize {
+        self.partition_payload_bound()
+            .saturating_mul(partitions)
+            .saturating_add(PREFETCH_QUEUE_BYTES)
     }
 }
 
@@ -362,6 +405,23 @@ impl Pipeline {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_payload_bound_follows_the_batching() {
+        const MIB: usize = 1 << 20;
+        // The defaults: 16 MiB buffered at most (the floor), 1 MiB queued, 1 MiB being written.
+        let defaults = super::BatchLimits::default();
+        assert_eq!(defaults.pause_at(), (8_000, 16 * MIB));
+        assert_eq!(defaults.partition_payload_bound(), 18 * MIB);
+        assert_eq!(defaults.payload_bound(8), (8 * 18 + 64) * MIB);
+        // The lakehouse policy's 64 MiB batches: four of them buffered, two at the worker.
+        let lakehouse = super::BatchLimits {
+            max_records: 500_000,
+            max_bytes: 64 * MIB,
+            linger_ms: 60_000,
+        };
+        assert_eq!(lakehouse.partition_payload_bound(), 384 * MIB);
+    }
+
     use super::*;
 
     #[test]

@@ -15,7 +15,7 @@
 //! * **Back-pressure**: each worker takes one batch in flight and one queued, the queue refilled
 //!   as soon as the worker takes a batch off it; a partition whose buffer grows past sixteen
 //!   batches (or four batches' bytes, at least 16 MiB) is paused at the broker until it has
-//!   drained half of that (`buffer_bound`).
+//!   drained half of that ([`BatchLimits::pause_at`]).
 //! * **Opening**: the sink is opened before the consumer joins the group; a destination down
 //!   at start is ridden out the same way as below, with no partition held meanwhile.
 //! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
@@ -414,7 +414,7 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: A
 /// with `Retryable`, the partition waits the longest backoff (with jitter, or the destination's
 /// `Retry-After`) and delivers the same batch again. The process keeps its partitions and goes
 /// on polling, so the group does not rebalance; the batches behind this one wait in its buffer,
-/// which pauses fetching at its bound ([`buffer_bound`]). It gives up (the driver's error) once
+/// which pauses fetching at its bound ([`BatchLimits::pause_at`]). It gives up (the driver's error) once
 /// `retry.max_retry_duration_ms` passed since the first failed round, or when a drain was
 /// requested.
 async fn deliver_through_outage(
@@ -696,27 +696,6 @@ fn log_progress(shared: &Shared) {
     }
 }
 
-/// Batches' worth of records a partition's buffer holds before the partition is paused at the
-/// broker. librdkafka answers a resume with new records only after a pause (about 0.5 s against
-/// tansu here): pausing at four batches of 500 records on one partition cut each cycle to 2 000
-/// records per 0.5 s, 0.21 of the sink's and the broker's pace (#39, measured in the end-to-end
-/// benchmark). A buffer that holds several fetch responses keeps the partition fetching.
-const PAUSE_AT_BATCHES: usize = 16;
-
-/// Payload bytes a partition's buffer holds at least before it is paused, whatever the batch
-/// limits: about sixteen fetch responses of librdkafka's default 1 MiB per partition.
-const PAUSE_AT_LEAST_BYTES: usize = 16 << 20;
-
-/// The buffer of a partition is paused at the broker once it holds this many records or payload
-/// bytes, and resumed once below half of both: [`PAUSE_AT_BATCHES`] batches' records, and
-/// four batches' bytes but at least [`PAUSE_AT_LEAST_BYTES`].
-fn buffer_bound(limits: &BatchLimits) -> (usize, usize) {
-    (
-        limits.max_records.saturating_mul(PAUSE_AT_BATCHES),
-        limits.max_bytes.saturating_mul(4).max(PAUSE_AT_LEAST_BYTES),
-    )
-}
-
 /// Hands as many batches of `tp`'s buffer to its worker as its queue takes (all of them when
 /// `whole`), pausing or resuming the partition at the broker by how much stays buffered.
 fn flush(
@@ -764,7 +743,7 @@ fn flush(
             break;
         }
     }
-    let (high, high_bytes) = buffer_bound(limits);
+    let (high, high_bytes) = limits.pause_at();
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition(&tp.0, tp.1);
     if !buffer.paused && (buffer.records.len() >= high || buffer.bytes >= high_bytes) {

@@ -20,5 +20,4 @@ pub use crate::measure::{
 };
 pub use identity::identity;
 pub use lakehouse::{Lakehouse, lakehouse};
-pub use report::PipelineBench;
 pub use soak::{SOAK_BATCH, Store, soak, soak_commits, soak_window, soaks};

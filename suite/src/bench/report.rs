@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use pico_conformance::target::ServerInfo;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::end_to_end::render as render_end_to_end;
@@ -125,38 +124,6 @@ impl SoakRow {
     }
 }
 
-/// What one end-to-end run measured before #39 step 2 (20 000 records into PostgreSQL, each
-/// path once): kept so that reports of that time still read and render.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PipelineBench {
-    /// The broker.
-    pub broker: ServerInfo,
-    /// The destination.
-    pub server: ServerInfo,
-    /// Records on the topic (about 1 KiB of JSON each), over the crash suite's partitions.
-    pub records: u64,
-    /// Records per batch the runtime cut.
-    pub batch_records: u64,
-    /// A plain consumer reading every record once, milliseconds.
-    pub raw_consume_ms: f64,
-    /// A raw binary `COPY` of as many records into an unlogged table, milliseconds.
-    pub raw_copy_ms: f64,
-    /// `pico-kafka` from start until every offset is committed and it drained, milliseconds.
-    pub end_to_end_ms: f64,
-}
-
-impl PipelineBench {
-    /// End-to-end throughput as a share of the raw consume rate.
-    pub fn per_raw_consume(&self) -> f64 {
-        self.raw_consume_ms / self.end_to_end_ms
-    }
-
-    /// End-to-end throughput as a share of raw `COPY`.
-    pub fn per_raw_copy(&self) -> f64 {
-        self.raw_copy_ms / self.end_to_end_ms
-    }
-}
-
 /// One identity derivation's cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdentityTiming {
@@ -185,9 +152,6 @@ pub struct BenchReport {
     pub sinks: Vec<SinkBench>,
     /// Identity derivations.
     pub identity: Vec<IdentityTiming>,
-    /// Broker → `pico-kafka` → PostgreSQL, in reports from before #39 step 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<PipelineBench>,
     /// Broker → `pico-kafka` → each destination, beside its parts, when it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub end_to_end: Vec<EndToEndRow>,
@@ -423,32 +387,6 @@ pub fn render_markdown(r: &BenchReport) -> String {
             let _ = writeln!(md, "- {sink}: {note}");
         }
     }
-    if let Some(p) = &r.pipeline {
-        let _ = writeln!(
-            md,
-            "\n## End to end: broker → pico-kafka → PostgreSQL\n\n{} records of about 1 KiB on \
-             {} {}, into {} {} in batches of up to {} records. Each path timed once, in the \
-             same run.\n",
-            p.records,
-            p.broker.name,
-            p.broker.version,
-            p.server.name,
-            p.server.version,
-            p.batch_records
-        );
-        let _ = writeln!(
-            md,
-            "| path | records/s | end to end as a share of it |\n|---|---:|---:|\n\
-             | raw consume (one plain consumer) | {:.0} | {:.2} |\n\
-             | raw binary COPY into an unlogged table | {:.0} | {:.2} |\n\
-             | end to end (pico-kafka, commit after confirm) | {:.0} | 1.00 |",
-            rate(p.records, p.raw_consume_ms),
-            p.per_raw_consume(),
-            rate(p.records, p.raw_copy_ms),
-            p.per_raw_copy(),
-            rate(p.records, p.end_to_end_ms)
-        );
-    }
     render_end_to_end(&mut md, &r.end_to_end);
     render_soak(&mut md, &r.soak);
     let _ = writeln!(
@@ -664,7 +602,6 @@ mod tests {
                 notes: Vec::new(),
             }],
             identity: Vec::new(),
-            pipeline: None,
             end_to_end: Vec::new(),
             soak: Vec::new(),
         };

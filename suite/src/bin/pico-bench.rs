@@ -160,7 +160,6 @@ fn empty_report(size: BenchSize) -> BenchReport {
         reps: size.reps(),
         sinks: Vec::new(),
         identity: Vec::new(),
-        pipeline: None,
         end_to_end: Vec::new(),
         soak: Vec::new(),
     }
@@ -306,8 +305,6 @@ async fn run(cli: Cli) -> Result<bool, String> {
             report
                 .end_to_end
                 .sort_by_key(|r| (order(&r.sink), std::cmp::Reverse(r.partitions)));
-            // The section it replaces, in reports from before #39 step 2.
-            report.pipeline = None;
             println!("{}", render_markdown(&report));
             if let Some(dir) = &out {
                 write(dir, &report)?;
