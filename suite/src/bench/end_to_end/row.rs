@@ -113,7 +113,9 @@ pub fn render(md: &mut String, rows: &[EndToEndRow]) {
          not a rate). After every sink write and every pico-kafka run the destination was read \
          back and held exactly the records sent, each once. The payload bound beside the peak \
          resident set is the runtime's for the row's batching and partitions (pico-kafka's \
-         README, \"Memory\"): the process and the sink's encoding come on top.\n",
+         README, \"Memory\"): the process and the sink's encoding come on top. \
+         `scripts/profile.sh` samples pico-kafka's CPU in this benchmark: flame graphs, the \
+         hottest frames and the machine's CPU by process are in [profile/](profile/).\n",
         first.records,
         first.record_bytes,
         first.broker.name,
