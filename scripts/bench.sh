@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks: builds pico-bench (release by default: ratios of a debug build mean little;
 # PICO_BENCH_PROFILE=dev reuses the test build, as CI does for its smoke run) and runs it.
-# Arguments go to pico-bench: `all [--reduced] [--out DIR]`, `sink postgres clickhouse`,
+# Arguments go to pico-bench: `all [--reduced] [--out DIR]`, `sink postgres clickhouse [--out DIR]`,
 # `end-to-end [--reduced] [--sink postgres] [--out DIR]`, `soak`, `render`;
 # `--build-only` builds it and stops (the main job builds everything before it times a suite).
 set -euo pipefail

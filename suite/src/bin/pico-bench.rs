@@ -83,7 +83,8 @@ enum Command {
         #[arg(long)]
         check_goals: bool,
     },
-    /// Some sinks only; prints the report, writes nothing.
+    /// Some sinks only; prints their rows, and with `--out` puts them into the report there in
+    /// place of those sinks' earlier rows (the rest of that report is kept as it was measured).
     Sink {
         /// Which sinks: postgres, redshift, influxdb, s3, clickhouse, quickwit (their own
         /// benchmarks, from the registry of destinations), delta, iceberg.
@@ -92,6 +93,9 @@ enum Command {
         /// The smaller size.
         #[arg(long)]
         reduced: bool,
+        /// Directory holding the report to update (benchmarks.json, .md, .svg).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// pico-kafka end to end alone (broker → pico-kafka → each destination, beside raw consume
     /// and the sink's own write); prints its section of the report, and with `--out` puts it
@@ -267,9 +271,29 @@ async fn run(cli: Cli) -> Result<bool, String> {
             }
             Ok(!check_goals || missed.is_empty())
         }
-        Command::Sink { sinks, reduced } => {
-            let report = measure(&sinks, size(reduced), false, false).await?;
+        Command::Sink {
+            sinks,
+            reduced,
+            out,
+        } => {
+            let mut report = report_to_merge(out.as_deref(), size(reduced))?;
+            for which in &sinks {
+                tracing::info!(sink = %which.id, "measuring");
+                let measured = (which.measure)(size(reduced)).await?;
+                match report.sinks.iter_mut().find(|s| s.sink == measured.sink) {
+                    Some(earlier) => *earlier = measured,
+                    None => report.sinks.push(measured),
+                }
+            }
             println!("{}", render_markdown(&report));
+            if let Some(dir) = &out {
+                write(dir, &report)?;
+                println!(
+                    "wrote the rows of {} into {}/benchmarks.{{json,md,svg}}",
+                    sinks.iter().map(|w| w.id).collect::<Vec<_>>().join(", "),
+                    dir.display()
+                );
+            }
             Ok(true)
         }
         Command::Soak {
