@@ -43,7 +43,9 @@ mod sink;
 pub use reqwest;
 
 pub use config::{Api, InfluxSinkConfig, Payload, PointMapping, TimestampPolicy};
-pub use line::{DIGEST_FIELD, OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, point_time_ns};
+pub use line::{
+    DIGEST_FIELD, OFFSET_FIELD, PARTITION_TAG, SUB_MS, TOPIC_TAG, digest31, point_time_ns,
+};
 pub use seal::{SEAL_COUNT, SEAL_DIGEST, SEAL_FIELDS, SEAL_FIRST};
 pub use sink::InfluxSink;
 
