@@ -57,6 +57,40 @@ pub struct Pipeline {
     /// Fault injection for tests of the runtime itself (never set in production).
     #[serde(default)]
     pub chaos: ChaosSettings,
+    /// The HTTP listener serving `/metrics`; none unless the file has a `[metrics]` section.
+    #[serde(default)]
+    pub metrics: Option<MetricsSettings>,
+}
+
+/// `[metrics]`: where `/metrics` is served ([`crate::metrics`]). An empty section serves it on
+/// loopback, port 9464; name an address reachable from your Prometheus to scrape it from
+/// another host.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `host:port` to listen on (port 0: one the system picks, logged at start).
+    #[serde(default = "default_metrics_listen")]
+    pub listen: std::net::SocketAddr,
+    /// How often librdkafka reports its statistics, which give the consumer lag (ms).
+    #[serde(default = "default_lag_interval_ms")]
+    pub lag_interval_ms: u64,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            listen: default_metrics_listen(),
+            lag_interval_ms: default_lag_interval_ms(),
+        }
+    }
+}
+
+fn default_metrics_listen() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 9464))
+}
+
+fn default_lag_interval_ms() -> u64 {
+    5_000
 }
 
 /// The broker side.
@@ -399,6 +433,15 @@ impl Pipeline {
                 return Err(ConfigError::Invalid(why));
             }
         }
+        if self
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.lag_interval_ms == 0)
+        {
+            return bad(
+                "metrics.lag_interval_ms must be above 0 (librdkafka's statistics interval)",
+            );
+        }
         Ok(())
     }
 }
@@ -460,6 +503,38 @@ mod tests {
             "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\nlinger = 5\n[sink]\nkind = \"stdout\"\n",
         );
         assert!(matches!(typo, Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn metrics_are_served_only_with_a_section_and_on_loopback_unless_named() {
+        let head = "[kafka]\nbrokers = \"b\"\ngroup = \"g\"\ntopics = [\"t\"]\n[sink]\nkind = \"stdout\"\n";
+        let parse = |tail: &str| Pipeline::from_toml(&format!("{head}{tail}"));
+        assert!(
+            parse("")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .metrics
+                .is_none()
+        );
+        let on = parse("[metrics]\n").unwrap_or_else(|e| panic!("{e}"));
+        let m = on
+            .metrics
+            .unwrap_or_else(|| panic!("an empty [metrics] section turns it on"));
+        assert_eq!(m.listen.to_string(), "127.0.0.1:9464");
+        assert_eq!(m.lag_interval_ms, 5_000);
+        let named =
+            parse("[metrics]\nlisten = \"0.0.0.0:9100\"\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            named.metrics.map(|m| m.listen.to_string()),
+            Some("0.0.0.0:9100".to_owned())
+        );
+        assert!(matches!(
+            parse("[metrics]\nlisten = \"localhost\"\n"),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(
+            parse("[metrics]\nlag_interval_ms = 0\n"),
+            Err(ConfigError::Invalid(m)) if m.contains("lag_interval_ms")
+        ));
     }
 
     #[test]

@@ -19,7 +19,10 @@
 
 pub mod chaos;
 pub mod config;
+mod endpoint;
 mod fence;
+mod metered;
+pub mod metrics;
 #[cfg(feature = "mutants")]
 pub mod mutants;
 mod outage;

@@ -91,7 +91,7 @@ impl Pending {
     }
 }
 
-fn record_bytes(r: &Record) -> usize {
+pub(crate) fn record_bytes(r: &Record) -> usize {
     r.value.len() + r.key.as_ref().map_or(0, |k| k.len())
 }
 

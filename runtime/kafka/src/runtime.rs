@@ -52,15 +52,19 @@ use rdkafka::consumer::{
 };
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
 use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
+use crate::endpoint::Endpoint;
 use crate::fence::CommitFence;
+use crate::metered::Metered;
+use crate::metrics::{Metrics, PartitionMeter};
 use crate::outage::{Outage, open_through_outage};
-use crate::pending::Pending;
+use crate::pending::{Pending, record_bytes};
 use crate::tracker::Progress;
 
 /// A topic and partition.
@@ -100,6 +104,14 @@ pub enum StartError {
     /// The consumer or producer could not be created or subscribed.
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
+    /// The `[metrics]` listener could not bind its address.
+    #[error("cannot serve /metrics on {address}: {source}; set [metrics] listen to a free address")]
+    Metrics {
+        /// The address of `[metrics] listen`.
+        address: std::net::SocketAddr,
+        /// Why it could not bind.
+        source: std::io::Error,
+    },
 }
 
 /// A partition's worker: its queue, task and commit fence.
@@ -124,17 +136,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The consumer's context: rebalance callbacks.
+/// The consumer's context: rebalance callbacks, and librdkafka's statistics (the lag).
 struct Context {
     shared: Arc<Shared>,
+    metrics: Arc<Metrics>,
 }
 
-impl ClientContext for Context {}
+impl ClientContext for Context {
+    fn stats(&self, statistics: Statistics) {
+        for (topic, t) in &statistics.topics {
+            for p in t.partitions.values() {
+                // Partition -1 is librdkafka's internal one; a lag of -1 is not known yet.
+                if p.partition >= 0 && p.desired && p.consumer_lag >= 0 {
+                    self.metrics.lag(topic, p.partition, p.consumer_lag);
+                }
+            }
+        }
+    }
+}
 
 impl ConsumerContext for Context {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(tpl) => {
+                self.metrics.rebalanced("revoke");
                 let mut fences = Vec::new();
                 for e in tpl.elements() {
                     let tp = (e.topic().to_owned(), e.partition());
@@ -150,6 +175,7 @@ impl ConsumerContext for Context {
                     let read_not_committed = lock(&self.shared.progress)
                         .remove(&tp)
                         .map_or(0, |p| p.read_not_committed());
+                    self.metrics.revoked(&tp.0, tp.1);
                     info!(topic = %tp.0, read_not_committed, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
                     lock(&self.shared.revoked).push(tp);
                 }
@@ -162,6 +188,7 @@ impl ConsumerContext for Context {
                 }
             }
             Rebalance::Assign(tpl) => {
+                self.metrics.rebalanced("assign");
                 for e in tpl.elements() {
                     info!(
                         topic = e.topic(),
@@ -221,6 +248,7 @@ struct WorkerKit {
     ready: mpsc::UnboundedSender<Tp>,
     /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
     commit_delay: Duration,
+    metrics: Arc<Metrics>,
     /// The crash suite's control, if this build has them and the pipeline file names one.
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutants::Mutant>,
@@ -273,6 +301,7 @@ impl DriverHooks for PartitionHooks {
                 Err(e) => format!("the commit task failed: {e}"),
             };
             failures += 1;
+            self.kit.metrics.commit_refused(&self.tp.0, self.tp.1);
             if started.elapsed() >= self.kit.commit_timeout {
                 return Err(format!(
                     "offset {offset} of {}:{} not committed after {failures} attempts in {:?}: \
@@ -289,6 +318,9 @@ impl DriverHooks for PartitionHooks {
         if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
             p.committed(offset);
         }
+        self.kit
+            .metrics
+            .committed(&self.tp.0, self.tp.1, offset, started.elapsed());
         #[cfg(feature = "mutants")]
         if let Some(mutant) = self.kit.mutant {
             let others = mutant.on_committed(&self.tp, &lock(&self.kit.shared.progress));
@@ -342,6 +374,9 @@ impl DriverHooks for PartitionHooks {
                 .map_err(|(e, _)| {
                     format!("producing the dead letter of {} to {topic}: {e}", r.id)
                 })?;
+            self.kit
+                .metrics
+                .dead_lettered(&r.id.topic, r.id.partition as i32);
             warn!(record = %r.id, reason = %letter.reason, topic, "dead-lettered");
         }
         Ok(())
@@ -352,7 +387,13 @@ impl DriverHooks for PartitionHooks {
 /// sink's own bug) ends the pipeline like a batch that failed every attempt, with nothing of
 /// the partition committed past what the sink confirmed: a worker that vanished would stall
 /// its partition while the others go on.
-async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: Arc<CommitFence>) {
+async fn work(
+    tp: Tp,
+    mut queue: mpsc::Receiver<Batch>,
+    kit: WorkerKit,
+    fence: Arc<CommitFence>,
+    meter: PartitionMeter,
+) {
     let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
     while let Some(batch) = queue.recv().await {
         // Room in the queue: the next batch is cut while this one is written.
@@ -393,6 +434,8 @@ async fn work(tp: Tp, mut queue: mpsc::Receiver<Batch>, kit: WorkerKit, fence: A
         };
         match delivered {
             Ok(delivered) => {
+                kit.metrics.delivered(&batch);
+                meter.confirmed(batch.records().iter().map(record_bytes).sum());
                 debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, changed = delivered.outcome.changed, "delivered")
             }
             Err(e) => {
@@ -470,6 +513,9 @@ fn consumer_config(pipeline: &Pipeline) -> ClientConfig {
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("enable.partition.eof", "false");
+    if let Some(m) = &pipeline.metrics {
+        config.set("statistics.interval.ms", m.lag_interval_ms.to_string());
+    }
     for (k, v) in &pipeline.kafka.properties {
         config.set(k, v);
     }
@@ -503,6 +549,21 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit, StartError> {
     tokio::pin!(shutdown);
+    let metrics = Arc::new(Metrics::new());
+    // Served from the start (a destination down at start shows in the sink's failures), and
+    // stopped when `run` returns, whichever way.
+    let _endpoint: Option<Endpoint> = match &pipeline.metrics {
+        Some(m) => Some(
+            crate::endpoint::serve(m.listen, metrics.clone())
+                .await
+                .map_err(|source| StartError::Metrics {
+                    address: m.listen,
+                    source,
+                })?,
+        ),
+        None => None,
+    };
+    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone()));
     let opened = open_through_outage(
         sink.clone(),
         pipeline.retry.policy(),
@@ -517,6 +578,7 @@ pub async fn run(
     let consumer: Arc<Kafka> =
         Arc::new(consumer_config(pipeline).create_with_context(Context {
             shared: shared.clone(),
+            metrics: metrics.clone(),
         })?);
     let topics: Vec<&str> = pipeline.kafka.topics.iter().map(String::as_str).collect();
     consumer.subscribe(&topics)?;
@@ -541,6 +603,7 @@ pub async fn run(
         failures,
         ready,
         commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
+        metrics: metrics.clone(),
         #[cfg(feature = "mutants")]
         mutant: pipeline.chaos.mutant,
     };
@@ -554,6 +617,8 @@ pub async fn run(
     );
 
     let mut pending: HashMap<Tp, Pending> = HashMap::new();
+    // Each partition's per-record counters, while it is held.
+    let mut meters: HashMap<Tp, PartitionMeter> = HashMap::new();
     let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
     let progress_every = Duration::from_secs(pipeline.kafka.progress_secs.max(1));
     let mut last_progress = Instant::now();
@@ -563,12 +628,12 @@ pub async fn run(
             () = &mut shutdown => break None,
             Some(exit) = failed.recv() => break Some(exit),
             Some(tp) = wants_more.recv() => {
-                forget_revoked(&shared, &mut pending);
+                forget_revoked(&shared, &mut pending, &mut meters);
                 flush(&tp, &mut pending, &kit, &batch, false);
             }
             message = consumer.recv() => match message {
                 Ok(m) => {
-                    forget_revoked(&shared, &mut pending);
+                    forget_revoked(&shared, &mut pending, &mut meters);
                     let record = to_record(&m);
                     let tp: Tp = (m.topic().to_owned(), m.partition());
                     let offset = record.id.offset;
@@ -582,6 +647,10 @@ pub async fn run(
                         }
                         p.read(offset);
                     }
+                    meters
+                        .entry(tp.clone())
+                        .or_insert_with(|| metrics.partition(&tp.0, tp.1))
+                        .read(record_bytes(&record));
                     let buffer = pending.entry(tp.clone()).or_insert_with(Pending::new);
                     buffer.push(record);
                     if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
@@ -595,7 +664,7 @@ pub async fn run(
                 }
             },
             _ = tick.tick() => {
-                forget_revoked(&shared, &mut pending);
+                forget_revoked(&shared, &mut pending, &mut meters);
                 let due: Vec<Tp> = pending
                     .iter()
                     .filter(|(_, p)| !p.records.is_empty() && p.since.elapsed() >= batch.linger())
@@ -669,10 +738,15 @@ fn mutant_commit(kit: &WorkerKit, offsets: Vec<(Tp, u64)>) {
     debug!(?offsets, "mutant: committed ahead of the sink");
 }
 
-/// Drops the buffers of revoked partitions.
-fn forget_revoked(shared: &Shared, pending: &mut HashMap<Tp, Pending>) {
+/// Drops the buffers and counters of revoked partitions.
+fn forget_revoked(
+    shared: &Shared,
+    pending: &mut HashMap<Tp, Pending>,
+    meters: &mut HashMap<Tp, PartitionMeter>,
+) {
     for tp in lock(&shared.revoked).drain(..) {
         pending.remove(&tp);
+        meters.remove(&tp);
     }
 }
 
@@ -713,7 +787,8 @@ fn flush(
         let worker = workers.entry(tp.clone()).or_insert_with(|| {
             let (queue, rx) = mpsc::channel(1);
             let fence = Arc::new(CommitFence::default());
-            let task = tokio::spawn(work(tp.clone(), rx, kit.clone(), fence.clone()));
+            let meter = kit.metrics.partition(&tp.0, tp.1);
+            let task = tokio::spawn(work(tp.clone(), rx, kit.clone(), fence.clone(), meter));
             Worker { queue, task, fence }
         });
         worker.queue.clone()
