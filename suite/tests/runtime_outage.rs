@@ -3,8 +3,9 @@
 //! longer than a round of attempts is an operating state. `run` keeps going through it and, once
 //! the destination is back, every partition is committed to its end (read back from the broker);
 //! with `retry.max_retry_duration_ms` set it gives up. The same holds for a destination already
-//! down when `run` opens the sink. Where no broker can be provided, the test
-//! prints a loud SKIPPED line.
+//! down when `run` opens the sink. Meanwhile its `/ready` probe answers 503 with the outage as
+//! its reason, and 200 again once the destination is back; `/health` stays 200 throughout.
+//! Where no broker can be provided, the test prints a loud SKIPPED line.
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
@@ -20,6 +21,7 @@ use pico_sink::identity::Scope;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 use pico_suite::crash::{PARTITIONS, committed};
+use pico_suite::provide::free_port;
 use pico_suite::serve::kafka::Broker;
 
 /// Records produced to each partition.
@@ -122,10 +124,14 @@ async fn prepared(
 /// committed to its end; asserts the run drained, the outage outlasted a round of attempts, and
 /// every offset reached its end (read back from the broker).
 async fn rides_out(name: &str, at: DownAt, more_than: u64) {
-    let Some((broker, topic, group, pipeline)) = prepared(name, "").await else {
+    let port = free_port().unwrap();
+    let probes_on =
+        format!("\n[metrics]\nlisten = \"127.0.0.1:{port}\"\nunready_after_ms = 1000\n");
+    let Some((broker, topic, group, pipeline)) = prepared(name, &probes_on).await else {
         return;
     };
     let sink = Arc::new(Down::new(at, Duration::from_secs(6)));
+    let probes = tokio::spawn(watch_probes(port));
     // Drains once every partition is committed to its end (or after 90 s).
     let shutdown = {
         let (brokers, group, topic) = (broker.brokers.clone(), group.clone(), topic.clone());
@@ -166,7 +172,68 @@ async fn rides_out(name: &str, at: DownAt, more_than: u64) {
     for (p, offset) in &offsets {
         assert_eq!(*offset, PER_PARTITION, "partition {p}: {offsets:?}");
     }
+    let (ready, unhealthy) = probes.await.unwrap();
+    eprintln!("/ready answers, in order: {ready:?}");
+    let reason = match at {
+        DownAt::Open => "the sink is not open",
+        DownAt::Consume => "the sink's calls have been failing",
+    };
+    let outage = ready
+        .iter()
+        .position(|(status, body)| *status == 503 && body.contains(reason))
+        .unwrap_or_else(|| panic!("/ready never said {reason:?}: {ready:?}"));
+    assert!(
+        ready[outage..]
+            .iter()
+            .any(|(status, body)| *status == 200 && body.starts_with("ready")),
+        "/ready did not come back after the outage: {ready:?}"
+    );
+    assert!(
+        unhealthy.is_empty(),
+        "/health failed during an outage: {unhealthy:?}"
+    );
     broker.stop().await.unwrap();
+}
+
+/// Polls `/ready` and `/health` on `port` every 100 ms until the listener is gone (the run
+/// ended) or 130 s passed: each change of `/ready`'s status or reason (digits left out, so a
+/// growing duration is one answer), and every `/health` answer that was not 200.
+async fn watch_probes(port: u16) -> (Vec<(u16, String)>, Vec<(u16, String)>) {
+    let client = reqwest::Client::new();
+    let get = async |path: &str| {
+        let r = client
+            .get(format!("http://127.0.0.1:{port}{path}"))
+            .send()
+            .await
+            .ok()?;
+        let status = r.status().as_u16();
+        Some((status, r.text().await.ok()?))
+    };
+    let (mut ready, mut unhealthy) = (Vec::<(u16, String)>::new(), Vec::new());
+    let (started, mut reached) = (Instant::now(), false);
+    while started.elapsed() < Duration::from_secs(130) {
+        match get("/ready").await {
+            Some((status, body)) => {
+                reached = true;
+                let shape = |b: &str| b.replace(|c: char| c.is_ascii_digit() || c == '.', "");
+                if ready
+                    .last()
+                    .is_none_or(|(s, b)| *s != status || shape(b) != shape(&body))
+                {
+                    ready.push((status, body));
+                }
+                if let Some((status, body)) = get("/health").await
+                    && status != 200
+                {
+                    unhealthy.push((status, body));
+                }
+            }
+            None if reached => break,
+            None => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (ready, unhealthy)
 }
 
 #[tokio::test]

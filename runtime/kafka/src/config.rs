@@ -62,9 +62,9 @@ pub struct Pipeline {
     pub metrics: Option<MetricsSettings>,
 }
 
-/// `[metrics]`: where `/metrics` is served ([`crate::metrics`]). An empty section serves it on
-/// loopback, port 9464; name an address reachable from your Prometheus to scrape it from
-/// another host.
+/// `[metrics]`: where `/metrics` ([`crate::metrics`]) and the `/health` and `/ready` probes
+/// are served. An empty section serves them on loopback, port 9464; name an address reachable
+/// from your Prometheus or orchestrator to reach them from another host.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsSettings {
@@ -74,6 +74,13 @@ pub struct MetricsSettings {
     /// How often librdkafka reports its statistics, which give the consumer lag (ms).
     #[serde(default = "default_lag_interval_ms")]
     pub lag_interval_ms: u64,
+    /// `/ready` fails once the sink's calls, or the offset commits, have kept failing this long
+    /// (ms); a destination outage is ridden out meanwhile.
+    #[serde(default = "default_unready_after_ms")]
+    pub unready_after_ms: u64,
+    /// `/health` fails once the consumer loop has not turned for this long (ms): it is stuck.
+    #[serde(default = "default_stalled_after_ms")]
+    pub stalled_after_ms: u64,
 }
 
 impl Default for MetricsSettings {
@@ -81,6 +88,8 @@ impl Default for MetricsSettings {
         Self {
             listen: default_metrics_listen(),
             lag_interval_ms: default_lag_interval_ms(),
+            unready_after_ms: default_unready_after_ms(),
+            stalled_after_ms: default_stalled_after_ms(),
         }
     }
 }
@@ -91,6 +100,14 @@ fn default_metrics_listen() -> std::net::SocketAddr {
 
 fn default_lag_interval_ms() -> u64 {
     5_000
+}
+
+fn default_unready_after_ms() -> u64 {
+    60_000
+}
+
+fn default_stalled_after_ms() -> u64 {
+    120_000
 }
 
 /// The broker side.
@@ -433,13 +450,11 @@ impl Pipeline {
                 return Err(ConfigError::Invalid(why));
             }
         }
-        if self
-            .metrics
-            .as_ref()
-            .is_some_and(|m| m.lag_interval_ms == 0)
+        if let Some(m) = &self.metrics
+            && (m.lag_interval_ms == 0 || m.unready_after_ms == 0 || m.stalled_after_ms == 0)
         {
             return bad(
-                "metrics.lag_interval_ms must be above 0 (librdkafka's statistics interval)",
+                "metrics.lag_interval_ms, unready_after_ms and stalled_after_ms must be above 0",
             );
         }
         Ok(())
@@ -521,6 +536,7 @@ mod tests {
             .unwrap_or_else(|| panic!("an empty [metrics] section turns it on"));
         assert_eq!(m.listen.to_string(), "127.0.0.1:9464");
         assert_eq!(m.lag_interval_ms, 5_000);
+        assert_eq!((m.unready_after_ms, m.stalled_after_ms), (60_000, 120_000));
         let named =
             parse("[metrics]\nlisten = \"0.0.0.0:9100\"\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

@@ -21,6 +21,7 @@ pub mod chaos;
 pub mod config;
 mod endpoint;
 mod fence;
+mod health;
 mod metered;
 pub mod metrics;
 #[cfg(feature = "mutants")]

@@ -1,5 +1,6 @@
 //! The sink as the partitions' workers call it: every call timed and its outcome counted in
-//! the [`Metrics`] (written, already present, changed, refused; failures by kind).
+//! the [`Metrics`] (written, already present, changed, refused; failures by kind), and told to
+//! the [`Health`] (a run of failures makes the process not ready).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -7,17 +8,23 @@ use std::time::Instant;
 use async_trait::async_trait;
 use pico_sink::{Batch, CommitPolicy, Description, Outcome, Sink, SinkError};
 
-use crate::metrics::Metrics;
+use crate::health::Health;
+use crate::metrics::{Metrics, error_kind};
 
 /// A sink whose calls are counted.
 pub(crate) struct Metered {
     sink: Arc<dyn Sink>,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
 }
 
 impl Metered {
-    pub(crate) fn new(sink: Arc<dyn Sink>, metrics: Arc<Metrics>) -> Self {
-        Self { sink, metrics }
+    pub(crate) fn new(sink: Arc<dyn Sink>, metrics: Arc<Metrics>, health: Arc<Health>) -> Self {
+        Self {
+            sink,
+            metrics,
+            health,
+        }
     }
 }
 
@@ -31,6 +38,8 @@ impl Sink for Metered {
         let started = Instant::now();
         let result = self.sink.consume(batch).await;
         self.metrics.sink_called(batch, &result, started.elapsed());
+        self.health
+            .sink_answered(result.as_ref().err().map(error_kind));
         result
     }
 

@@ -242,15 +242,10 @@ impl Metrics {
                     .inc_by(outcome.rejected.len() as u64);
             }
             Err(e) => {
-                let kind = match (e.is_retryable(), e.retry_after().is_some()) {
-                    (true, true) => "throttled",
-                    (true, false) => "retryable",
-                    (false, _) => "fatal",
-                };
                 self.sink_errors
                     .get_or_create(&ErrorLabels {
                         topic: topic.topic,
-                        kind,
+                        kind: error_kind(e),
                     })
                     .inc();
             }
@@ -326,6 +321,16 @@ impl Metrics {
         self.committed_offset.remove(&labels);
         self.lag.remove(&labels);
         self.in_flight_bytes.remove(&labels);
+    }
+}
+
+/// The kind of a sink's failure, as its label says: `throttled` (retryable, and the
+/// destination named a wait), `retryable` or `fatal`.
+pub(crate) fn error_kind(e: &SinkError) -> &'static str {
+    match (e.is_retryable(), e.retry_after().is_some()) {
+        (true, true) => "throttled",
+        (true, false) => "retryable",
+        (false, _) => "fatal",
     }
 }
 

@@ -61,6 +61,7 @@ use tracing::{debug, error, info, warn};
 use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
 use crate::endpoint::Endpoint;
 use crate::fence::CommitFence;
+use crate::health::Health;
 use crate::metered::Metered;
 use crate::metrics::{Metrics, PartitionMeter};
 use crate::outage::{Outage, open_through_outage};
@@ -140,6 +141,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Context {
     shared: Arc<Shared>,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
 }
 
 impl ClientContext for Context {
@@ -160,6 +162,7 @@ impl ConsumerContext for Context {
         match rebalance {
             Rebalance::Revoke(tpl) => {
                 self.metrics.rebalanced("revoke");
+                self.health.assigned(-(tpl.count() as i64));
                 let mut fences = Vec::new();
                 for e in tpl.elements() {
                     let tp = (e.topic().to_owned(), e.partition());
@@ -189,6 +192,7 @@ impl ConsumerContext for Context {
             }
             Rebalance::Assign(tpl) => {
                 self.metrics.rebalanced("assign");
+                self.health.assigned(tpl.count() as i64);
                 for e in tpl.elements() {
                     info!(
                         topic = e.topic(),
@@ -249,6 +253,7 @@ struct WorkerKit {
     /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
     commit_delay: Duration,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
     /// The crash suite's control, if this build has them and the pipeline file names one.
     #[cfg(feature = "mutants")]
     mutant: Option<crate::mutants::Mutant>,
@@ -302,6 +307,7 @@ impl DriverHooks for PartitionHooks {
             };
             failures += 1;
             self.kit.metrics.commit_refused(&self.tp.0, self.tp.1);
+            self.kit.health.commit_answered(Some("refused"));
             if started.elapsed() >= self.kit.commit_timeout {
                 return Err(format!(
                     "offset {offset} of {}:{} not committed after {failures} attempts in {:?}: \
@@ -321,6 +327,7 @@ impl DriverHooks for PartitionHooks {
         self.kit
             .metrics
             .committed(&self.tp.0, self.tp.1, offset, started.elapsed());
+        self.kit.health.commit_answered(None);
         #[cfg(feature = "mutants")]
         if let Some(mutant) = self.kit.mutant {
             let others = mutant.on_committed(&self.tp, &lock(&self.kit.shared.progress));
@@ -550,11 +557,16 @@ pub async fn run(
 ) -> Result<Exit, StartError> {
     tokio::pin!(shutdown);
     let metrics = Arc::new(Metrics::new());
-    // Served from the start (a destination down at start shows in the sink's failures), and
-    // stopped when `run` returns, whichever way.
+    let probes = pipeline.metrics.clone().unwrap_or_default();
+    let health = Arc::new(Health::new(
+        Duration::from_millis(probes.unready_after_ms),
+        Duration::from_millis(probes.stalled_after_ms),
+    ));
+    // Served from the start (a destination down at start shows in `/ready`), and stopped when
+    // `run` returns, whichever way.
     let _endpoint: Option<Endpoint> = match &pipeline.metrics {
         Some(m) => Some(
-            crate::endpoint::serve(m.listen, metrics.clone())
+            crate::endpoint::serve(m.listen, metrics.clone(), health.clone())
                 .await
                 .map_err(|source| StartError::Metrics {
                     address: m.listen,
@@ -563,7 +575,7 @@ pub async fn run(
         ),
         None => None,
     };
-    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone()));
+    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone(), health.clone()));
     let opened = open_through_outage(
         sink.clone(),
         pipeline.retry.policy(),
@@ -574,11 +586,13 @@ pub async fn run(
     if let Err(exit) = opened {
         return Ok(exit);
     }
+    health.opened();
     let shared = Arc::new(Shared::default());
     let consumer: Arc<Kafka> =
         Arc::new(consumer_config(pipeline).create_with_context(Context {
             shared: shared.clone(),
             metrics: metrics.clone(),
+            health: health.clone(),
         })?);
     let topics: Vec<&str> = pipeline.kafka.topics.iter().map(String::as_str).collect();
     consumer.subscribe(&topics)?;
@@ -604,6 +618,7 @@ pub async fn run(
         ready,
         commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
         metrics: metrics.clone(),
+        health: health.clone(),
         #[cfg(feature = "mutants")]
         mutant: pipeline.chaos.mutant,
     };
@@ -623,6 +638,7 @@ pub async fn run(
     let progress_every = Duration::from_secs(pipeline.kafka.progress_secs.max(1));
     let mut last_progress = Instant::now();
     let ended = loop {
+        health.turned();
         tokio::select! {
             biased;
             () = &mut shutdown => break None,
@@ -686,6 +702,7 @@ pub async fn run(
     }
     info!("shutdown requested: draining");
     shared.draining.store(true, Ordering::SeqCst);
+    health.draining();
     let tps: Vec<Tp> = pending.keys().cloned().collect();
     for tp in &tps {
         flush(tp, &mut pending, &kit, &batch, true);
