@@ -60,6 +60,40 @@ pub struct Pipeline {
     /// The HTTP listener serving `/metrics`; none unless the file has a `[metrics]` section.
     #[serde(default)]
     pub metrics: Option<MetricsSettings>,
+    /// How the `pico-kafka` binary logs ([`crate::logging`]).
+    #[serde(default)]
+    pub log: LogSettings,
+}
+
+/// `[log]`: the format and level of the `pico-kafka` binary's log, on stderr.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    /// `text` (the default) or `json`: one JSON object per line, a batch's lines with its
+    /// topic, partition and offsets under `span`.
+    pub format: LogFormat,
+    /// A `tracing` filter (`info`, `debug`, `pico_kafka=debug,info`, …); `RUST_LOG`, when set,
+    /// takes its place.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+/// How each log line is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// `[metrics]`: where `/metrics` ([`crate::metrics`]) and the `/health` and `/ready` probes
@@ -537,6 +571,17 @@ mod tests {
         assert_eq!(m.listen.to_string(), "127.0.0.1:9464");
         assert_eq!(m.lag_interval_ms, 5_000);
         assert_eq!((m.unready_after_ms, m.stalled_after_ms), (60_000, 120_000));
+        assert_eq!(on.log.format, LogFormat::Text);
+        let json = parse("[log]\nformat = \"json\"\nlevel = \"debug\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (json.log.format, json.log.level.as_str()),
+            (LogFormat::Json, "debug")
+        );
+        assert!(matches!(
+            parse("[log]\nformat = \"yaml\"\n"),
+            Err(ConfigError::Parse { .. })
+        ));
         let named =
             parse("[metrics]\nlisten = \"0.0.0.0:9100\"\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

@@ -22,6 +22,7 @@ pub mod config;
 mod endpoint;
 mod fence;
 mod health;
+pub mod logging;
 mod metered;
 pub mod metrics;
 #[cfg(feature = "mutants")]

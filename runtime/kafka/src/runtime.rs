@@ -56,12 +56,13 @@ use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tracing::{debug, error, info, warn};
+use tracing::{Instrument, debug, error, info, warn};
 
 use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
 use crate::endpoint::Endpoint;
 use crate::fence::CommitFence;
 use crate::health::Health;
+use crate::logging::batch_span;
 use crate::metered::Metered;
 use crate::metrics::{Metrics, PartitionMeter};
 use crate::outage::{Outage, open_through_outage};
@@ -411,14 +412,15 @@ async fn work(
             kit: kit.clone(),
             fence: fence.clone(),
         };
-        let delivery = AssertUnwindSafe(deliver_through_outage(
-            &mut driver,
-            &batch,
-            &mut hooks,
-            &kit,
-        ))
+        // Every line logged while the batch is delivered carries its topic, partition and
+        // offsets, the lines below about its end too.
+        let span = batch_span(&batch);
+        let delivery = AssertUnwindSafe(
+            deliver_through_outage(&mut driver, &batch, &mut hooks, &kit).instrument(span.clone()),
+        )
         .catch_unwind()
         .await;
+        let _in_batch = span.enter();
         let delivered = match delivery {
             Ok(delivered) => delivered,
             Err(panic) => {

@@ -91,14 +91,6 @@ async fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     // No panic hook that aborts: a library may catch a panic on purpose (delta-rs catches the
     // one object_store raises when a failed multipart upload is aborted, and returns the
     // upload's error), and a sink's panic inside a delivery is caught by its partition's
@@ -116,6 +108,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The file says how to log (`[log]`), so the log starts once it is read.
+    if let Err(e) = pico_kafka::logging::init(&pipeline.log) {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
