@@ -3,8 +3,10 @@
 //! `PICO_KAFKA_BROKERS`): what it says it read, wrote, found already present and
 //! dead-lettered must be what the broker and the table hold. A second group replays the
 //! whole topic into the same table: every good record must be counted as already present and
-//! none as written, and the table must not grow. Where no broker or no PostgreSQL can be
-//! provided, the test prints a loud SKIPPED line.
+//! none as written, and the table must not grow. A real Prometheus (Debian's package, started
+//! natively) scrapes the same endpoint every second: what it reads must be what the test read.
+//! Where no broker or no PostgreSQL can be provided, the test prints a loud SKIPPED line; where
+//! no Prometheus is installed, a SKIPPED line for that part.
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
@@ -18,6 +20,7 @@ use pico_suite::crash::{PARTITIONS, committed};
 use pico_suite::destinations::postgres::server::{PgServer, connect};
 use pico_suite::provide::{first_available, free_port};
 use pico_suite::serve::Server;
+use pico_suite::serve::prometheus::Prometheus;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
@@ -119,10 +122,29 @@ async fn scrape(port: u16) -> Result<Scrape, String> {
     Ok(Scrape::parse(&text))
 }
 
-/// Runs a group over the topic with metrics on; once the group committed every record and the
-/// lag and in-flight bytes read 0, scrapes once more, drains, and returns that scrape.
-async fn run_group(brokers: &str, topic: &str, group: &str, pg: &PgServer, table: &str) -> Scrape {
-    let port = free_port().unwrap();
+/// What a real Prometheus read, beside what the test read: (query, the test's sum, Prometheus's).
+type Compared = Vec<(&'static str, f64, Option<f64>)>;
+
+/// The sums a real Prometheus must read as the test does.
+const COMPARED: [&str; 5] = [
+    "pico_kafka_records_read_total",
+    "pico_kafka_records_written_total",
+    "pico_kafka_records_already_present_total",
+    "pico_kafka_records_dead_lettered_total",
+    "pico_kafka_consumer_lag",
+];
+
+/// Runs a group over the topic with metrics on `port`; once the group committed every record
+/// and the lag and in-flight bytes read 0, scrapes once more and, with a `prometheus` scraping
+/// `port`, waits (up to 15 s) until it reads the same sums; then drains and returns the scrape
+/// and the comparison.
+async fn run_group(
+    (brokers, topic, group): (&str, &str, &str),
+    pg: &PgServer,
+    table: &str,
+    port: u16,
+    prometheus: Option<&Prometheus>,
+) -> (Scrape, Compared) {
     let pipeline = pico_kafka::Pipeline::from_toml(&format!(
         "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\n\n\
          [batch]\nmax_records = 100\nlinger_ms = 50\n\n\
@@ -150,7 +172,21 @@ async fn run_group(brokers: &str, topic: &str, group: &str, pg: &PgServer, table
                 && lags.values().all(|l| *l == 0.0)
                 && s.sum("pico_kafka_in_flight_bytes") == 0.0
             {
-                let _ = seen.send(s);
+                let mut compared = Vec::new();
+                if let Some(p) = prometheus {
+                    for name in COMPARED {
+                        let read = p
+                            .wait_for(
+                                &format!("sum({name})"),
+                                s.sum(name),
+                                Duration::from_secs(15),
+                            )
+                            .await
+                            .unwrap();
+                        compared.push((name, s.sum(name), read));
+                    }
+                }
+                let _ = seen.send((s, compared));
                 break;
             }
         }
@@ -179,7 +215,8 @@ async fn run_group(brokers: &str, topic: &str, group: &str, pg: &PgServer, table
 }
 
 #[tokio::test]
-async fn metrics_agree_with_the_broker_and_the_table_and_count_a_replay_as_already_present() {
+async fn metrics_agree_with_the_broker_the_table_and_prometheus_and_count_a_replay_as_already_present()
+ {
     let Some((broker, topic, group)) = common::fresh_topic("metrics", 0).await else {
         return;
     };
@@ -199,8 +236,35 @@ async fn metrics_agree_with_the_broker_and_the_table_and_count_a_replay_as_alrea
     let total = PER_PARTITION * PARTITIONS as u64;
     let bad = (0..PER_PARTITION).filter(|i| is_bad(*i)).count() as u64 * PARTITIONS as u64;
     let good = total - bad;
+    let port = free_port().unwrap();
+    let prometheus = match Prometheus::start(&[format!("127.0.0.1:{port}")]).await {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("SKIPPED (the Prometheus part) — no Prometheus could be started: {e}");
+            None
+        }
+    };
+    let agree = |compared: &Compared| {
+        eprintln!("Prometheus read (query, the test's sum, Prometheus's): {compared:?}");
+        for (name, ours, theirs) in compared {
+            assert_eq!(
+                Some(*ours),
+                *theirs,
+                "{name}: Prometheus read another value"
+            );
+        }
+    };
 
-    let first = run_group(&broker.brokers, &topic, &group, &pg, &table).await;
+    let replayed = format!("{group}-replay");
+    let (first, compared) = run_group(
+        (&broker.brokers, &topic, &group),
+        &pg,
+        &table,
+        port,
+        prometheus.as_ref(),
+    )
+    .await;
+    agree(&compared);
     let rows: i64 = connect(pg.url())
         .await
         .unwrap()
@@ -243,14 +307,15 @@ async fn metrics_agree_with_the_broker_and_the_table_and_count_a_replay_as_alrea
     );
 
     // Another group replays the whole topic into the same table.
-    let replay = run_group(
-        &broker.brokers,
-        &topic,
-        &format!("{group}-replay"),
+    let (replay, compared) = run_group(
+        (&broker.brokers, &topic, &replayed),
         &pg,
         &table,
+        port,
+        prometheus.as_ref(),
     )
     .await;
+    agree(&compared);
     let rows_after: i64 = connect(pg.url())
         .await
         .unwrap()
@@ -272,5 +337,8 @@ async fn metrics_agree_with_the_broker_and_the_table_and_count_a_replay_as_alrea
         replay.sum("pico_kafka_records_already_present_total"),
         good as f64
     );
+    if let Some(p) = prometheus {
+        p.stop().await.unwrap();
+    }
     broker.stop().await.unwrap();
 }

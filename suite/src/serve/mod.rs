@@ -15,6 +15,7 @@ pub mod docker;
 pub mod hosted;
 pub mod kafka;
 pub mod native;
+pub mod prometheus;
 pub mod reaper;
 pub mod s3;
 pub mod served;
