@@ -21,8 +21,6 @@ use pico_suite::destinations::postgres::server::{PgServer, connect};
 use pico_suite::provide::{first_available, free_port};
 use pico_suite::serve::Server;
 use pico_suite::serve::prometheus::Prometheus;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// Records per partition.
 const PER_PARTITION: u64 = 300;
@@ -31,35 +29,6 @@ const BAD_EVERY: u64 = 50;
 
 fn is_bad(i: u64) -> bool {
     i % BAD_EVERY == 5
-}
-
-/// Produces the records: JSON `{"i": n}`, except the bad ones.
-async fn produce(brokers: &str, topic: &str) {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("acks", "all")
-        .create()
-        .unwrap();
-    for partition in 0..PARTITIONS {
-        for i in 0..PER_PARTITION {
-            let value = if is_bad(i) {
-                format!("reading {i} is not json")
-            } else {
-                format!("{{\"i\":{i}}}")
-            };
-            producer
-                .send(
-                    FutureRecord::to(topic)
-                        .partition(partition)
-                        .key(&format!("k{i}"))
-                        .payload(&value),
-                    Duration::from_secs(30),
-                )
-                .await
-                .map_err(|(e, _)| e)
-                .unwrap();
-        }
-    }
 }
 
 /// A scrape: each sample's name and labels (as written) with its value.
@@ -231,7 +200,14 @@ async fn metrics_agree_with_the_broker_the_table_and_prometheus_and_count_a_repl
         .create_topic(&format!("{topic}-dlq"), 1)
         .await
         .unwrap();
-    produce(&broker.brokers, &topic).await;
+    common::produce_values(&broker.brokers, &topic, PER_PARTITION, |i| {
+        if is_bad(i) {
+            format!("reading {i} is not json")
+        } else {
+            format!("{{\"i\":{i}}}")
+        }
+    })
+    .await;
     let table = format!("metrics_{}", fastrand::u32(..));
     let total = PER_PARTITION * PARTITIONS as u64;
     let bad = (0..PER_PARTITION).filter(|i| is_bad(*i)).count() as u64 * PARTITIONS as u64;
@@ -256,22 +232,27 @@ async fn metrics_agree_with_the_broker_the_table_and_prometheus_and_count_a_repl
     };
 
     let replayed = format!("{group}-replay");
-    let (first, compared) = run_group(
-        (&broker.brokers, &topic, &group),
-        &pg,
-        &table,
-        port,
-        prometheus.as_ref(),
-    )
-    .await;
-    agree(&compared);
-    let rows: i64 = connect(pg.url())
-        .await
-        .unwrap()
-        .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
-        .await
-        .unwrap()
-        .get(0);
+    // A group moves the topic into the table; what Prometheus read must be what the test read.
+    let moved = async |group: &str| {
+        let (scrape, compared) = run_group(
+            (&broker.brokers, &topic, group),
+            &pg,
+            &table,
+            port,
+            prometheus.as_ref(),
+        )
+        .await;
+        agree(&compared);
+        let rows: i64 = connect(pg.url())
+            .await
+            .unwrap()
+            .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
+            .await
+            .unwrap()
+            .get(0);
+        (scrape, rows)
+    };
+    let (first, rows) = moved(&group).await;
     eprintln!(
         "first group: read {}, written {}, already present {}, rejected {}, dead-lettered {}; \
          table {rows} rows of {good} good records ({bad} bad)",
@@ -307,22 +288,7 @@ async fn metrics_agree_with_the_broker_the_table_and_prometheus_and_count_a_repl
     );
 
     // Another group replays the whole topic into the same table.
-    let (replay, compared) = run_group(
-        (&broker.brokers, &topic, &replayed),
-        &pg,
-        &table,
-        port,
-        prometheus.as_ref(),
-    )
-    .await;
-    agree(&compared);
-    let rows_after: i64 = connect(pg.url())
-        .await
-        .unwrap()
-        .query_one(&format!("SELECT count(*) FROM public.\"{table}\""), &[])
-        .await
-        .unwrap()
-        .get(0);
+    let (replay, rows_after) = moved(&replayed).await;
     eprintln!(
         "replaying group: read {}, written {}, already present {}, rejected {}; table {rows_after} rows",
         replay.sum("pico_kafka_records_read_total"),

@@ -13,6 +13,17 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 /// Produces `per_partition` keyed JSON records `{"i": n}` to each of the topic's
 /// [`PARTITIONS`] partitions, each acknowledged by the broker (`acks=all`).
 pub async fn produce(brokers: &str, topic: &str, per_partition: u64) {
+    produce_values(brokers, topic, per_partition, |i| format!("{{\"i\":{i}}}")).await;
+}
+
+/// Produces `per_partition` records keyed `k<n>` with the value `value(n)` to each of the
+/// topic's [`PARTITIONS`] partitions, each acknowledged by the broker (`acks=all`).
+pub async fn produce_values(
+    brokers: &str,
+    topic: &str,
+    per_partition: u64,
+    value: impl Fn(u64) -> String,
+) {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("acks", "all")
@@ -25,7 +36,7 @@ pub async fn produce(brokers: &str, topic: &str, per_partition: u64) {
                     FutureRecord::to(topic)
                         .partition(partition)
                         .key(&format!("k{i}"))
-                        .payload(&format!("{{\"i\":{i}}}")),
+                        .payload(&value(i)),
                     Duration::from_secs(30),
                 )
                 .await
