@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use pico_suite::bench::report::{BenchReport, BenchSize, Machine, render_markdown, render_svg};
 use pico_suite::bench::{self, Lakehouse};
 use pico_suite::destinations;
-use pico_suite::measure::Measuring;
+use pico_suite::measure::{Measuring, SinkBench};
 
 #[derive(Parser)]
 #[command(
@@ -169,6 +169,16 @@ fn empty_report(size: BenchSize) -> BenchReport {
     }
 }
 
+/// Measures each of `sinks` beside its raw anchor, in order.
+async fn measure_sinks(sinks: &[Which], size: BenchSize) -> Result<Vec<SinkBench>, String> {
+    let mut measured = Vec::new();
+    for which in sinks {
+        tracing::info!(sink = %which.id, "measuring");
+        measured.push((which.measure)(size).await?);
+    }
+    Ok(measured)
+}
+
 /// Measures `sinks`, the identity derivations, and pico-kafka end to end and the soak when
 /// asked.
 async fn measure(
@@ -179,10 +189,7 @@ async fn measure(
 ) -> Result<BenchReport, String> {
     let mut report = empty_report(size);
     report.identity = bench::identity(size)?;
-    for which in sinks {
-        tracing::info!(sink = %which.id, "measuring");
-        report.sinks.push((which.measure)(size).await?);
-    }
+    report.sinks = measure_sinks(sinks, size).await?;
     if with_end_to_end {
         tracing::info!("measuring broker → pico-kafka → each destination");
         report.end_to_end = bench::end_to_end::end_to_end(size, &[]).await?;
@@ -277,9 +284,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             out,
         } => {
             let mut report = report_to_merge(out.as_deref(), size(reduced))?;
-            for which in &sinks {
-                tracing::info!(sink = %which.id, "measuring");
-                let measured = (which.measure)(size(reduced)).await?;
+            for measured in measure_sinks(&sinks, size(reduced)).await? {
                 match report.sinks.iter_mut().find(|s| s.sink == measured.sink) {
                     Some(earlier) => *earlier = measured,
                     None => report.sinks.push(measured),
