@@ -1,77 +1,79 @@
-//! A real Prometheus (Debian's `prometheus` package, installed by `scripts/setup.sh`) started
-//! natively on free ports with a throwaway storage directory, scraping the targets it is given
-//! every second: how the suite checks that pico-kafka's `/metrics` is what a Prometheus
-//! actually reads. Killed when stopped or dropped.
+//! A real Prometheus (Debian's `prometheus` package, installed by `scripts/setup.sh`, or the
+//! binary `PICO_PROMETHEUS_BIN` names) started through the native provider ([`native::start`]:
+//! free port, throwaway directory, ready on `/-/ready`), scraping the targets it is given every
+//! second: how the suite checks that pico-kafka's `/metrics` is what a Prometheus actually
+//! reads.
 
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::provide::{find_binary, free_port};
-use crate::serve::reaper::Tracked;
-use crate::serve::server::wait_http;
+use crate::serve::native::{self, BinaryServer, NativeProcess};
 
-/// A running Prometheus.
-pub struct Prometheus {
-    url: String,
-    child: Tracked,
-    _dir: tempfile::TempDir,
+/// The Prometheus binary and what it scrapes.
+struct Binary {
+    /// `host:port` targets, path `/metrics`.
+    targets: Vec<String>,
 }
 
-impl Prometheus {
-    /// Starts one scraping `targets` (`host:port`, path `/metrics`) every second; `Err` where no
-    /// `prometheus` binary is installed or it does not become ready within 30 s.
-    pub async fn start(targets: &[String]) -> Result<Self, String> {
-        let bin = find_binary(&["prometheus"], &["/usr/bin"]).ok_or("no prometheus installed")?;
-        let dir = tempfile::Builder::new()
-            .prefix("pico-prometheus-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
-        let port = free_port().map_err(|e| e.to_string())?;
-        let quoted: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
+impl BinaryServer for Binary {
+    fn sink(&self) -> &'static str {
+        "prometheus"
+    }
+
+    fn binary_names(&self) -> &'static [&'static str] {
+        &["prometheus"]
+    }
+
+    fn command(&self, bin: &Path, dir: &Path, port: u16) -> Result<Command, String> {
+        let quoted: Vec<String> = self.targets.iter().map(|t| format!("\"{t}\"")).collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
              scrape_configs:\n  - job_name: pico-kafka\n    static_configs:\n      - targets: [{}]\n",
             quoted.join(", ")
         );
-        let path = dir.path().join("prometheus.yml");
+        let path = dir.join("prometheus.yml");
         std::fs::write(&path, config).map_err(|e| e.to_string())?;
-        let log =
-            std::fs::File::create(dir.path().join("prometheus.log")).map_err(|e| e.to_string())?;
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        command
             .arg(format!("--config.file={}", path.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
-                dir.path().join("data").display()
+                dir.join("data").display()
             ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .map(Tracked::new)
-            .map_err(|e| format!("starting prometheus: {e}"))?;
-        let url = format!("http://127.0.0.1:{port}");
-        wait_http(
-            &format!("{url}/-/ready"),
-            Duration::from_secs(30),
-            &[],
-            |s, _| s == 200,
-        )
-        .await?;
-        Ok(Self {
-            url,
-            child,
-            _dir: dir,
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"));
+        Ok(command)
+    }
+
+    fn health(&self) -> &'static str {
+        "/-/ready"
+    }
+
+    fn startup(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+/// A running Prometheus.
+pub struct Prometheus(NativeProcess);
+
+impl Prometheus {
+    /// Starts one scraping `targets` (`host:port`, path `/metrics`) every second; `Err` where no
+    /// `prometheus` binary is found or it does not become ready within 30 s.
+    pub async fn start(targets: &[String]) -> Result<Self, String> {
+        native::start(&Binary {
+            targets: targets.to_vec(),
         })
+        .await
+        .map(Self)
     }
 
     /// The value of an instant query whose answer is one number (`sum(…)`), `None` while it has
     /// no sample.
     pub async fn value(&self, query: &str) -> Result<Option<f64>, String> {
         let answer: serde_json::Value = reqwest::Client::new()
-            .get(format!("{}/api/v1/query", self.url))
+            .get(format!("{}/api/v1/query", self.0.url))
             .query(&[("query", query)])
             .send()
             .await
@@ -110,8 +112,8 @@ impl Prometheus {
         }
     }
 
-    /// Stops it.
-    pub async fn stop(mut self) -> Result<(), String> {
-        self.child.kill().await.map_err(|e| e.to_string())
+    /// Stops it (SIGTERM, then killed after the grace period) and removes its data.
+    pub async fn stop(self) -> Result<(), String> {
+        self.0.stop().await
     }
 }
