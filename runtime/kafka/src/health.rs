@@ -16,6 +16,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::runtime::lock;
+
 /// A run of failures: since when, how many, and the kind of the last one.
 #[derive(Debug, Clone, Copy)]
 struct Failing {
@@ -38,10 +40,6 @@ pub(crate) struct Health {
     last_turn_ms: AtomicU64,
     sink: Mutex<Option<Failing>>,
     commits: Mutex<Option<Failing>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Seconds, for a reason's text.

@@ -134,7 +134,8 @@ struct Shared {
     draining: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The guarded value, even if a holder panicked (the state stays usable for the drain).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -665,10 +666,17 @@ pub async fn run(
                         }
                         p.read(offset);
                     }
-                    meters
-                        .entry(tp.clone())
-                        .or_insert_with(|| metrics.partition(&tp.0, tp.1))
-                        .read(record_bytes(&record));
+                    // Looked up without cloning the key: a new meter only at the partition's
+                    // first record.
+                    let bytes = record_bytes(&record);
+                    match meters.get(&tp) {
+                        Some(meter) => meter.read(bytes),
+                        None => {
+                            let meter = metrics.partition(&tp.0, tp.1);
+                            meter.read(bytes);
+                            meters.insert(tp.clone(), meter);
+                        }
+                    }
                     let buffer = pending.entry(tp.clone()).or_insert_with(Pending::new);
                     buffer.push(record);
                     if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
