@@ -9,9 +9,10 @@
 //! Labels are the topic, the partition and a kind where one is named: never a broker address,
 //! a credential or a record's content.
 
-use std::time::Duration;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use pico_sink::{Batch, Outcome, SinkError};
+use pico_sink::{Batch, Description, Outcome, SinkError};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -48,6 +49,13 @@ struct KindLabels {
     kind: &'static str,
 }
 
+/// What the sink says of itself ([`pico_sink::Description`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SinkLabels {
+    sink: String,
+    tells_already_present: &'static str,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Seconds, 1 ms to about 33 s.
@@ -80,6 +88,7 @@ pub struct Metrics {
     lag: Family<PartitionLabels, Gauge>,
     in_flight_bytes: Family<PartitionLabels, Gauge>,
     rebalances: Family<KindLabels, Counter>,
+    sink_info: Family<SinkLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -175,6 +184,21 @@ impl Metrics {
             "Rebalance callbacks by kind (assign, revoke)",
             rebalances.clone(),
         );
+        let started = Gauge::<f64, AtomicU64>::default();
+        started.set(unix_seconds(SystemTime::now()));
+        registry.register(
+            "start_time_seconds",
+            "When this process started, in seconds since the Unix epoch: a new value is a \
+             restart, after which its counters start again from 0",
+            started,
+        );
+        let sink_info = Family::<SinkLabels, Gauge>::default();
+        registry.register(
+            "sink_info",
+            "1, labelled with the sink and whether it tells records already present from \
+             records written (where it does not, replays count as written)",
+            sink_info.clone(),
+        );
         Self {
             registry,
             read,
@@ -193,7 +217,23 @@ impl Metrics {
             lag,
             in_flight_bytes,
             rebalances,
+            sink_info,
         }
+    }
+
+    /// The sink the pipeline writes through, as it describes itself.
+    pub(crate) fn sink_described(&self, description: &Description) {
+        let tells = if description.tells_already_present {
+            "true"
+        } else {
+            "false"
+        };
+        self.sink_info
+            .get_or_create(&SinkLabels {
+                sink: description.sink.clone(),
+                tells_already_present: tells,
+            })
+            .set(1);
     }
 
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
@@ -334,6 +374,13 @@ pub(crate) fn error_kind(e: &SinkError) -> &'static str {
     }
 }
 
+/// Seconds since the Unix epoch of `at` (0 for a clock before it).
+fn unix_seconds(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
 fn partition_of(batch: &Batch) -> PartitionLabels {
     PartitionLabels {
         topic: batch.topic().to_owned(),
@@ -422,6 +469,10 @@ mod tests {
         m.committed("orders", 2, 3, Duration::from_millis(4));
         m.lag("orders", 2, 7);
         m.rebalanced("assign");
+        m.sink_described(
+            &Description::new("postgres", "keyed", pico_sink::Claim::NoVisibleDuplicate)
+                .telling_already_present(),
+        );
         let text = m.encode().unwrap();
         let p = "{topic=\"orders\",partition=\"2\"}";
         let at = |name: &str| sample(&text, &format!("pico_kafka_{name}{p}"));
@@ -453,6 +504,16 @@ mod tests {
             sample(&text, "pico_kafka_rebalances_total{kind=\"assign\"}"),
             Some(1.0)
         );
+        assert_eq!(
+            sample(
+                &text,
+                "pico_kafka_sink_info{sink=\"postgres\",tells_already_present=\"true\"}"
+            ),
+            Some(1.0)
+        );
+        let started = sample(&text, "pico_kafka_start_time_seconds").unwrap();
+        let now = unix_seconds(SystemTime::now());
+        assert!(started <= now && started > now - 60.0, "{started} vs {now}");
         assert!(text.ends_with("# EOF\n"));
 
         // A revoked partition's gauges leave the output; its counters stay.

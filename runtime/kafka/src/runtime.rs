@@ -578,6 +578,7 @@ pub async fn run(
         ),
         None => None,
     };
+    metrics.sink_described(&sink.describe());
     let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone(), health.clone()));
     let opened = open_through_outage(
         sink.clone(),
