@@ -27,6 +27,7 @@ pub mod in_flight;
 pub mod kills;
 pub mod physical;
 pub mod report;
+pub mod scraped;
 pub mod shared_broker;
 pub mod supervisor;
 
@@ -51,6 +52,7 @@ pub use in_flight::InFlight;
 pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
 use physical::PhysicalCheck;
+use scraped::{Measured, MetricsCheck, Scraper};
 use shared_broker::{BrokerTurn, SharedBroker};
 use supervisor::{Ended, ProcessStats, Supervisor};
 
@@ -203,6 +205,10 @@ pub struct CaseResult {
     /// it was measured, whose bound is one batch per partition per interruption.
     #[serde(default)]
     pub in_flight: Option<InFlight>,
+    /// What a Prometheus scraped from the processes, against what the case measured
+    /// ([`scraped`]); none in a report from before it was scraped.
+    #[serde(default)]
+    pub metrics: Option<MetricsCheck>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -231,6 +237,7 @@ impl CaseResult {
             physical: None,
             dead_letters: None,
             in_flight: None,
+            metrics: None,
             verdict: Err(why),
             notes: Vec::new(),
         }
@@ -519,24 +526,29 @@ async fn run_case_inner(
     bench.destination.output_in(&isolation, &dir);
     let marker = dir.join("panicked");
     let written = dir.join("written");
-    let file = dir.join("pipeline.toml");
-    std::fs::write(
-        &file,
-        pipeline(
-            &broker.brokers,
-            &group,
-            &topic,
-            case.session(),
-            &sink_toml,
-            &(chaos(case, &marker, &written)
-                + &control.map(Control::chaos_line).unwrap_or_default()),
-        ),
-    )
-    .map_err(|e| e.to_string())?;
+    let base = pipeline(
+        &broker.brokers,
+        &group,
+        &topic,
+        case.session(),
+        &sink_toml,
+        &(chaos(case, &marker, &written) + &control.map(Control::chaos_line).unwrap_or_default()),
+    );
+    let processes = if case == Case::Group { 3 } else { 1 };
+    // Each slot serves /metrics on its own port, scraped by a Prometheus of the case's own; a
+    // Prometheus that cannot start fails the case's metrics check, not its run.
+    let scraper = Scraper::start(processes).await;
+    let files = match &scraper {
+        Ok(s) => s.pipelines(&base, &dir)?,
+        Err(_) => {
+            let file = dir.join("pipeline.toml");
+            std::fs::write(&file, &base).map_err(|e| e.to_string())?;
+            vec![file; processes]
+        }
+    };
     if case == Case::Flaky {
         proxy.set(FaultMode::Flaky(FLAKY));
     }
-    let processes = if case == Case::Group { 3 } else { 1 };
     // Its own copy: the broker case stops the broker (a `&mut` borrow) while the place lives.
     let brokers = broker.brokers.clone();
     let place = Place {
@@ -551,14 +563,9 @@ async fn run_case_inner(
     let flight = std::sync::Mutex::new(InFlight::default());
     let (ended_tx, ended_rx) = tokio::sync::mpsc::unbounded_channel();
     let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
     let body = async {
-        let supervisor = Supervisor::start(
-            bench.runtime,
-            &file,
-            &dir,
-            processes,
-            Some(ended_tx.clone()),
-        );
+        let supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
         let producer = tokio::spawn(produce(
             broker.brokers.clone(),
             topic.clone(),
@@ -696,19 +703,22 @@ async fn run_case_inner(
                     in_flight::at_once(&place, "stall restart", !sink.keyed()).await,
                 );
                 tokio::time::sleep(case.session() + Duration::from_secs(2)).await;
-                supervisor = Supervisor::start(
-                    bench.runtime,
-                    &file,
-                    &dir,
-                    processes,
-                    Some(ended_tx.clone()),
-                );
+                supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
                 last_move.1 = Instant::now();
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         let cuts = proxy.stats();
         proxy.set(FaultMode::Pass);
+        // Read while the processes still run: their last scrapes follow the drain.
+        let scraped = match (&scraper, done) {
+            (Ok(s), true) => {
+                let span = started.elapsed() + Duration::from_secs(30);
+                s.after_drain(&topic, PARTITIONS as u32, span).await
+            }
+            (Ok(_), false) => Err("the group did not drain, so no scrape followed it".into()),
+            (Err(e), _) => Err(e.clone()),
+        };
         let stats = merge(stats_before, supervisor.stop(Duration::from_secs(30)).await);
         Ok::<_, String>(Drained {
             kill_tally,
@@ -721,6 +731,7 @@ async fn run_case_inner(
             regroups,
             cuts,
             done,
+            scraped,
         })
     };
     // The measurer stops once the body ends, whether it finished or failed.
@@ -742,7 +753,11 @@ async fn run_case_inner(
         regroups,
         cuts,
         done,
+        scraped,
     } = drained?;
+    if let Ok(s) = scraper {
+        s.stop().await;
+    }
     let mut flight = flight.into_inner().unwrap_or_else(|p| p.into_inner());
     flight.at.extend(in_flight::at_revokes(&dir, processes));
     if !done {
@@ -837,6 +852,31 @@ async fn run_case_inner(
     {
         result.verdict = Err(why);
     }
+    let metrics = match scraped {
+        Ok(s) => MetricsCheck::of(
+            s,
+            &Measured {
+                produced: result.produced,
+                held: result.read,
+                letters: dead_letters.letters,
+                lettered: dead_letters.dead_lettered,
+                broker_interrupted: case == Case::Broker,
+                partitions: PARTITIONS as u32,
+                starts: result.processes.starts,
+                slots: processes as u32,
+                effective_kills: result.kills.as_ref().map_or(0, |k| k.effective),
+                keyed: sink.keyed(),
+            },
+        ),
+        Err(why) => MetricsCheck::unscraped(why),
+    };
+    result.notes.push(metrics.note());
+    if let Some(why) = metrics.failure()
+        && result.verdict.is_ok()
+    {
+        result.verdict = Err(why);
+    }
+    result.metrics = Some(metrics);
     result.dead_letters = Some(dead_letters);
     result.in_flight = Some(flight);
     Ok(result)
@@ -854,6 +894,7 @@ struct Drained {
     regroups: u32,
     cuts: pico_conformance::fault::FaultStats,
     done: bool,
+    scraped: Result<scraped::Scraped, String>,
 }
 
 /// Adds `at` to the case's interruptions.

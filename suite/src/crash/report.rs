@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::controls::{Control, ControlResult};
 use super::destinations::CrashSink;
 use super::faults::FaultTally;
+use super::scraped::MetricsCheck;
 use super::{Case, CaseResult, Size};
 
 /// A whole run.
@@ -237,6 +238,80 @@ fn render_controls(report: &CrashReport, md: &mut String) {
     }
 }
 
+/// The section of what Prometheus scraped from each case's processes against what the case
+/// measured; none for a report from before the cases were scraped.
+fn render_metrics(report: &CrashReport, md: &mut String) {
+    let rows: Vec<(&CaseResult, &MetricsCheck)> = report
+        .results
+        .iter()
+        .filter_map(|r| Some((r, r.metrics.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Metrics scraped by Prometheus\n\n\
+         Each process served `/metrics` on its own port; a real Prometheus started for the case \
+         scraped every process four times a second. Counters start from 0 in each process life \
+         (told apart by `pico_kafka_start_time_seconds`), so each figure is the sum over the lives \
+         of the last value scraped; a killed life loses what it counted after its last scrape. \
+         **exact**: no process ended before the drain and the last scrape followed it, so every \
+         bad record in the dead-letter topic was counted dead-lettered, and, where the broker \
+         stayed up, dead-lettered equals both the letters and the records rejected; read and \
+         written + already present + changed + rejected reach the records produced; for a keyed \
+         sink that tells replays apart, the rows held lie between written and written + already \
+         present + changed. Otherwise the figures may only fall short: dead-lettered ≤ letters, \
+         written ≤ rows held; and after an effective kill a sink that tells replays apart must \
+         have counted some already present. In every case dead-lettered ≤ rejected, each \
+         partition's consumer lag reads 0 after the drain and Prometheus saw as many \
+         process lives as the supervisor started.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| sink | case | lives (starts) | read (produced) | written (rows held) | already present \
+         | rejected | dead-lettered (letters) | lag 0 | sums | agrees |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    );
+    for (r, m) in rows {
+        let agrees = match m.failure() {
+            None => "✓".to_owned(),
+            Some(why) => format!("✗ {}", why.replace('|', "\\|")),
+        };
+        let Some(s) = &m.scraped else {
+            let _ = writeln!(
+                md,
+                "| {} | {} | – | – | – | – | – | – | – | – | {agrees} |",
+                r.sink.id(),
+                r.case.id()
+            );
+            continue;
+        };
+        let letters = r.dead_letters.as_ref().map_or(0, |d| d.letters);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} ({}) | {} ({}) | {} ({}) | {} | {} | {} ({letters}) | {} | {} | {agrees} |",
+            r.sink.id(),
+            r.case.id(),
+            s.lives,
+            r.processes.starts,
+            s.read,
+            r.produced,
+            s.written,
+            r.read,
+            s.already_present,
+            s.rejected,
+            s.dead_lettered,
+            s.lag_zero,
+            if m.exact {
+                "exact"
+            } else {
+                "last scrape of each life"
+            },
+        );
+    }
+}
+
 /// The Markdown page.
 pub fn render(report: &CrashReport) -> String {
     let mut md = String::new();
@@ -429,6 +504,7 @@ pub fn render(report: &CrashReport) -> String {
             notes.join("; ").replace('|', "\\|")
         );
     }
+    render_metrics(report, &mut md);
     let _ = writeln!(md, "\n## Destinations\n");
     for (sink, info) in &report.servers {
         let _ = writeln!(md, "- {}: {} {}", sink.id(), info.name, info.version);

@@ -57,7 +57,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A set of supervised runtime processes sharing one pipeline file.
+/// A set of supervised runtime processes, each slot with its pipeline file.
 pub struct Supervisor {
     inner: Arc<Inner>,
     loops: Vec<JoinHandle<()>>,
@@ -103,26 +103,26 @@ fn exit_word(status: std::process::ExitStatus) -> String {
 }
 
 impl Supervisor {
-    /// Starts `count` processes running `pipeline`, logs in `logs`; each process that ends
-    /// before [`Supervisor::stop`] is reported to `ended`, if given, before its restart.
-    pub fn start(
-        bin: &Path,
-        pipeline: &Path,
-        logs: &Path,
-        count: usize,
-        ended: Option<EndedTx>,
-    ) -> Self {
+    /// Starts a process per pipeline file, slot by slot (`pipelines[slot]`), logs in `logs`;
+    /// each process that ends before [`Supervisor::stop`] is reported to `ended`, if given,
+    /// before its restart.
+    pub fn start(bin: &Path, pipelines: &[PathBuf], logs: &Path, ended: Option<EndedTx>) -> Self {
         let inner = Arc::new(Inner {
-            slots: (0..count).map(|_| Mutex::new(Slot::default())).collect(),
+            slots: pipelines
+                .iter()
+                .map(|_| Mutex::new(Slot::default()))
+                .collect(),
             ended,
             stats: Mutex::new(ProcessStats::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
         });
-        let loops = (0..count)
-            .map(|slot| {
+        let loops = pipelines
+            .iter()
+            .enumerate()
+            .map(|(slot, pipeline)| {
                 let inner = inner.clone();
                 let bin = bin.to_owned();
-                let pipeline = pipeline.to_owned();
+                let pipeline = pipeline.clone();
                 let log = logs.join(format!("runtime-{slot}.log"));
                 tokio::spawn(async move { keep_running(inner, slot, bin, pipeline, log).await })
             })
@@ -271,7 +271,7 @@ mod tests {
         std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let supervisor = Supervisor::start(&bin, &bin, dir.path(), 1, Some(tx));
+        let supervisor = Supervisor::start(&bin, std::slice::from_ref(&bin), dir.path(), Some(tx));
         let end = rx.recv().await.unwrap();
         assert_eq!((end.slot, end.how.as_str()), (0, "exit 2"));
         // While the measurement goes on, the successor waits.

@@ -4,6 +4,7 @@
 //! second: how the suite checks that pico-kafka's `/metrics` is what a Prometheus actually
 //! reads.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,6 +16,8 @@ use crate::serve::native::{self, BinaryServer, NativeProcess};
 struct Binary {
     /// `host:port` targets, path `/metrics`.
     targets: Vec<String>,
+    /// Time between two scrapes of a target.
+    every: Duration,
 }
 
 impl BinaryServer for Binary {
@@ -28,8 +31,9 @@ impl BinaryServer for Binary {
 
     fn command(&self, bin: &Path, dir: &Path, port: u16) -> Result<Command, String> {
         let quoted: Vec<String> = self.targets.iter().map(|t| format!("\"{t}\"")).collect();
+        let every = self.every.as_millis().max(1);
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+            "global:\n  scrape_interval: {every}ms\n  scrape_timeout: {every}ms\n\
              scrape_configs:\n  - job_name: pico-kafka\n    static_configs:\n      - targets: [{}]\n",
             quoted.join(", ")
         );
@@ -55,6 +59,38 @@ impl BinaryServer for Binary {
     }
 }
 
+/// One series of a range vector: its labels (`__name__`, `instance` and the metric's own) and
+/// its samples, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Label name → value.
+    pub labels: BTreeMap<String, String>,
+    /// `(Unix seconds, value)` per scrape.
+    pub samples: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// A series of Prometheus's JSON answer: `{"metric": {…}, "values": [[t, "v"], …]}`.
+    fn from_json(json: &serde_json::Value) -> Option<Self> {
+        let labels = json["metric"]
+            .as_object()?
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect::<Option<_>>()?;
+        let samples = json["values"]
+            .as_array()?
+            .iter()
+            .map(|pair| Some((pair[0].as_f64()?, pair[1].as_str()?.parse().ok()?)))
+            .collect::<Option<_>>()?;
+        Some(Self { labels, samples })
+    }
+
+    /// The value of label `name` (empty where it has none).
+    pub fn label(&self, name: &str) -> &str {
+        self.labels.get(name).map_or("", String::as_str)
+    }
+}
+
 /// A running Prometheus.
 pub struct Prometheus(NativeProcess);
 
@@ -62,16 +98,21 @@ impl Prometheus {
     /// Starts one scraping `targets` (`host:port`, path `/metrics`) every second; `Err` where no
     /// `prometheus` binary is found or it does not become ready within 30 s.
     pub async fn start(targets: &[String]) -> Result<Self, String> {
+        Self::scraping_every(targets, Duration::from_secs(1)).await
+    }
+
+    /// [`Prometheus::start`] with a scrape of each target every `every` (at least 1 ms).
+    pub async fn scraping_every(targets: &[String], every: Duration) -> Result<Self, String> {
         native::start(&Binary {
             targets: targets.to_vec(),
+            every,
         })
         .await
         .map(Self)
     }
 
-    /// The value of an instant query whose answer is one number (`sum(…)`), `None` while it has
-    /// no sample.
-    pub async fn value(&self, query: &str) -> Result<Option<f64>, String> {
+    /// The `result` of an instant `query` (a vector, or a matrix for a range selector).
+    async fn query(&self, query: &str) -> Result<Vec<serde_json::Value>, String> {
         let answer: serde_json::Value = reqwest::Client::new()
             .get(format!("{}/api/v1/query", self.0.url))
             .query(&[("query", query)])
@@ -84,14 +125,35 @@ impl Prometheus {
         if answer["status"] != "success" {
             return Err(format!("{query}: {answer}"));
         }
-        let Some(first) = answer["data"]["result"].as_array().and_then(|r| r.first()) else {
+        match answer["data"]["result"].as_array() {
+            Some(result) => Ok(result.clone()),
+            None => Err(format!("{query}: no result in {answer}")),
+        }
+    }
+
+    /// The value of an instant query whose answer is one number (`sum(…)`), `None` while it has
+    /// no sample.
+    pub async fn value(&self, query: &str) -> Result<Option<f64>, String> {
+        let result = self.query(query).await?;
+        let Some(first) = result.first() else {
             return Ok(None);
         };
         first["value"][1]
             .as_str()
             .and_then(|v| v.parse().ok())
             .map(Some)
-            .ok_or_else(|| format!("{query}: no number in {answer}"))
+            .ok_or_else(|| format!("{query}: no number in {first}"))
+    }
+
+    /// Every sample Prometheus holds of the series `selector` picks (`name{label="…"}`) over
+    /// the last `range`, series by series.
+    pub async fn series(&self, selector: &str, range: Duration) -> Result<Vec<Series>, String> {
+        let query = format!("{selector}[{}s]", range.as_secs().max(1));
+        self.query(&query)
+            .await?
+            .iter()
+            .map(|s| Series::from_json(s).ok_or_else(|| format!("{query}: cannot read {s}")))
+            .collect()
     }
 
     /// Polls `query` every 250 ms until it reads `expected` or `timeout` passed; the last value
