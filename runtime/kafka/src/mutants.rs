@@ -9,6 +9,10 @@
 //!   committed at its read position, past the batches its own worker still has in flight.
 //! * [`Mutant::AckBeforeDurable`]: the sink confirms a batch at once and writes it later
 //!   ([`AckBeforeDurable`]), so the runtime commits what the destination does not hold yet.
+//! * [`Mutant::ReplaysAsWritten`]: the sink reports the records the destination already held
+//!   as written ([`ReplaysAsWritten`]) while it says it tells them apart: nothing is lost, but
+//!   `pico_kafka_records_already_present_total` stays at 0 through every replay, and an
+//!   operator reads replays as new writes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,6 +37,8 @@ pub enum Mutant {
     CommitOtherPartitions,
     /// The sink confirms before its write is durable ([`AckBeforeDurable`]).
     AckBeforeDurable,
+    /// The sink reports replays as written ([`ReplaysAsWritten`]).
+    ReplaysAsWritten,
 }
 
 impl Mutant {
@@ -40,7 +46,9 @@ impl Mutant {
     pub(crate) fn on_handed(self, tp: &Tp, last: u64) -> Vec<(Tp, u64)> {
         match self {
             Mutant::CommitAtPoll => vec![(tp.clone(), last.saturating_add(1))],
-            Mutant::CommitOtherPartitions | Mutant::AckBeforeDurable => Vec::new(),
+            Mutant::CommitOtherPartitions | Mutant::AckBeforeDurable | Mutant::ReplaysAsWritten => {
+                Vec::new()
+            }
         }
     }
 
@@ -110,6 +118,43 @@ impl Sink for AckBeforeDurable {
     }
 }
 
+/// A sink whose outcomes count the records the destination already held as written.
+pub struct ReplaysAsWritten {
+    inner: Arc<dyn Sink>,
+}
+
+impl ReplaysAsWritten {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Sink>) -> Self {
+        Self { inner }
+    }
+}
+
+#[async_trait]
+impl Sink for ReplaysAsWritten {
+    async fn open(&self) -> Result<(), SinkError> {
+        self.inner.open().await
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        let mut outcome = self.inner.consume(batch).await?;
+        outcome.written += std::mem::take(&mut outcome.already_present);
+        Ok(outcome)
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        self.inner.close().await
+    }
+
+    fn describe(&self) -> Description {
+        self.inner.describe()
+    }
+
+    fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {
+        self.inner.commit_policy()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -130,6 +175,7 @@ mod tests {
             ("commit-at-poll", Mutant::CommitAtPoll),
             ("commit-other-partitions", Mutant::CommitOtherPartitions),
             ("ack-before-durable", Mutant::AckBeforeDurable),
+            ("replays-as-written", Mutant::ReplaysAsWritten),
         ] {
             let parsed: Chaos = toml::from_str(&format!("mutant = \"{name}\"")).unwrap();
             assert_eq!(parsed.mutant, mutant);

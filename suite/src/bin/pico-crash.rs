@@ -48,7 +48,7 @@ struct Cli {
     /// Also run the controls: the kill case against postgres, at the reduced size, with the
     /// runtime broken on purpose in each way pico-kafka's `mutants` feature offers (the runtime
     /// binary must be built with it, as scripts/crash-suite.sh does). A control the suite does
-    /// not catch (no record lost) fails the run.
+    /// not catch (no record lost; for replays-as-written, metrics that agree) fails the run.
     #[arg(long)]
     controls: bool,
     /// The sink the controls run against (default postgres): any sink of the suite, to see

@@ -1,8 +1,10 @@
 //! The crash suite's controls: pico-kafka built with its `mutants` feature and told to break the
 //! at-least-once contract in one way (`[chaos] mutant`), run through the kill case against
 //! PostgreSQL. A suite that cannot tell such a runtime from the honest one proves nothing about
-//! the honest one, so each control must be **caught**: records lost, counted and named. A
-//! control that loses nothing is **missed** and fails the run.
+//! the honest one, so each control must be **caught**: records lost, counted and named, or, for
+//! a control that breaks what the runtime reports rather than what it delivers, the case's
+//! metrics check failing ([`super::scraped`]). A control not caught is **missed** and fails
+//! the run.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,14 +23,27 @@ pub enum Control {
     CommitOtherPartitions,
     /// A sink that confirms a batch at once and writes it seconds later.
     AckBeforeDurable,
+    /// A sink that reports the records the destination already held as written: nothing lost,
+    /// the metrics wrong.
+    ReplaysAsWritten,
+}
+
+/// What catches a control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaughtBy {
+    /// Records lost, counted.
+    Loss,
+    /// The metrics scraped disagreeing with what the case measured.
+    Metrics,
 }
 
 impl Control {
     /// Every control, in report order.
-    pub const ALL: [Control; 3] = [
+    pub const ALL: [Control; 4] = [
         Control::CommitAtPoll,
         Control::CommitOtherPartitions,
         Control::AckBeforeDurable,
+        Control::ReplaysAsWritten,
     ];
 
     /// The sink the controls run against by default (`pico-crash --control-sink` names
@@ -44,6 +59,15 @@ impl Control {
             Control::CommitAtPoll => "commit-at-poll",
             Control::CommitOtherPartitions => "commit-other-partitions",
             Control::AckBeforeDurable => "ack-before-durable",
+            Control::ReplaysAsWritten => "replays-as-written",
+        }
+    }
+
+    /// What must catch it.
+    pub fn caught_by(self) -> CaughtBy {
+        match self {
+            Control::ReplaysAsWritten => CaughtBy::Metrics,
+            _ => CaughtBy::Loss,
         }
     }
 
@@ -59,6 +83,10 @@ impl Control {
             }
             Control::AckBeforeDurable => {
                 "the sink confirms a batch at once and writes it 3 s later"
+            }
+            Control::ReplaysAsWritten => {
+                "the sink reports the records the destination already held as written \
+                 (`pico_kafka_records_already_present_total` stays 0 through every replay)"
             }
         }
     }
@@ -79,9 +107,20 @@ pub struct ControlResult {
 }
 
 impl ControlResult {
-    /// Caught: the case counted records lost.
+    /// Caught: the case counted records lost, or, for a control of what the runtime reports,
+    /// its metrics check failed.
     pub fn caught(&self) -> bool {
-        self.result.lost_count > 0
+        match self.control.caught_by() {
+            CaughtBy::Loss => self.result.lost_count > 0,
+            CaughtBy::Metrics => self.metrics_failure().is_some(),
+        }
+    }
+
+    fn metrics_failure(&self) -> Option<String> {
+        self.result
+            .metrics
+            .as_ref()
+            .and_then(super::scraped::MetricsCheck::failure)
     }
 
     /// Why a control that was not caught failed the run.
@@ -89,9 +128,12 @@ impl ControlResult {
         if self.caught() {
             return None;
         }
-        let how = match &self.result.verdict {
-            Ok(()) => "the kill case passed".to_owned(),
-            Err(why) => format!("the kill case found no loss ({why})"),
+        let how = match (&self.result.verdict, self.control.caught_by()) {
+            (Ok(()), _) => "the kill case passed".to_owned(),
+            (Err(why), CaughtBy::Loss) => format!("the kill case found no loss ({why})"),
+            (Err(why), CaughtBy::Metrics) => {
+                format!("the kill case's metrics agreed ({why})")
+            }
         };
         Some(format!("control {} missed: {how}", self.control.id()))
     }
@@ -100,17 +142,22 @@ impl ControlResult {
     pub fn cell(&self) -> String {
         let r = &self.result;
         if self.caught() {
-            format!(
-                "caught: {} of {} lost (first: {})",
-                r.lost_count,
-                r.produced,
-                r.lost.join(", ")
-            )
+            match (self.control.caught_by(), self.metrics_failure()) {
+                (CaughtBy::Metrics, Some(why)) => format!("caught: {why}"),
+                _ => format!(
+                    "caught: {} of {} lost (first: {})",
+                    r.lost_count,
+                    r.produced,
+                    r.lost.join(", ")
+                ),
+            }
         } else if r.produced == 0 {
             format!(
                 "MISSED: did not run ({})",
                 r.verdict.as_ref().err().map_or("", String::as_str)
             )
+        } else if self.control.caught_by() == CaughtBy::Metrics {
+            "MISSED: the metrics agreed".to_owned()
         } else {
             "MISSED: 0 lost".to_owned()
         }
@@ -156,6 +203,33 @@ mod tests {
             result: case(0, Ok(())),
         };
         assert_eq!(passed.cell(), "MISSED: 0 lost");
+    }
+
+    #[test]
+    fn a_metrics_control_is_caught_only_by_its_metrics_check() {
+        use super::super::scraped::MetricsCheck;
+        let mut result = case(0, Err("metrics: no record already present".into()));
+        let control = |result: CaseResult| ControlResult {
+            control: Control::ReplaysAsWritten,
+            result,
+        };
+        // A failing case without a metrics disagreement does not catch it.
+        assert!(!control(result.clone()).caught());
+        result.metrics = Some(MetricsCheck {
+            problems: vec!["no record already present after 10 effective kills".into()],
+            ..MetricsCheck::default()
+        });
+        let caught = control(result.clone());
+        assert!(caught.caught());
+        assert!(
+            caught.cell().starts_with("caught: metrics: no record"),
+            "{}",
+            caught.cell()
+        );
+        result.metrics = Some(MetricsCheck::default());
+        let missed = control(result);
+        assert_eq!(missed.cell(), "MISSED: the metrics agreed");
+        assert!(missed.missed().unwrap().contains("replays-as-written"));
     }
 
     #[test]

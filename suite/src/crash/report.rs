@@ -208,7 +208,9 @@ fn render_controls(report: &CrashReport, md: &mut String) {
         "\n## Controls\n\nEach control runs the {} case against {} with pico-kafka built with its \
          `mutants` feature (never in a release build) and broken on purpose in one way \
          (`[chaos] mutant`), at {} records and {} kills. A control is **caught** when the case \
-         counts records lost; one that loses nothing is missed and fails the run.\n",
+         counts records lost, or, for a control that breaks only what the runtime reports, when \
+         the metrics Prometheus scraped disagree with what the case measured; a control not \
+         caught is missed and fails the run.\n",
         Control::CASE.id(),
         sink.id(),
         size.records,

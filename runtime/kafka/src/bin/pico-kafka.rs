@@ -70,6 +70,9 @@ async fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
         Some(pico_kafka::mutants::Mutant::AckBeforeDurable) => {
             Arc::new(pico_kafka::mutants::AckBeforeDurable::new(sink))
         }
+        Some(pico_kafka::mutants::Mutant::ReplaysAsWritten) => {
+            Arc::new(pico_kafka::mutants::ReplaysAsWritten::new(sink))
+        }
         _ => sink,
     };
     let sink: Arc<dyn Sink> = match &chaos.written_file {
