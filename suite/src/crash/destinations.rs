@@ -42,6 +42,12 @@ impl CrashSink {
         self.0.keyed
     }
 
+    /// Whether its sink tells every replayed record as already present, whatever the replay's
+    /// batch boundaries.
+    pub fn replays_told_per_record(self) -> bool {
+        self.0.replays_told_per_record
+    }
+
     /// Whether only its smoke test runs ([`Runtime::smoke`]).
     pub fn smoke(self) -> bool {
         self.0.smoke

@@ -866,6 +866,7 @@ async fn run_case_inner(
                 slots: processes as u32,
                 effective_kills: result.kills.as_ref().map_or(0, |k| k.effective),
                 keyed: sink.keyed(),
+                replays_told_per_record: sink.replays_told_per_record(),
             },
         ),
         Err(why) => MetricsCheck::unscraped(why),

@@ -264,8 +264,10 @@ fn render_metrics(report: &CrashReport, md: &mut String) {
          written + already present + changed + rejected reach the records produced; for a keyed \
          sink that tells replays apart, the rows held lie between written and written + already \
          present + changed. Otherwise the figures may only fall short: dead-lettered ≤ letters, \
-         written ≤ rows held; and after an effective kill a sink that tells replays apart must \
-         have counted some already present. In every case dead-lettered ≤ rejected, each \
+         written ≤ rows held; and after an effective kill a sink that tells every replayed \
+         record apart whatever the replay's batches (a per-record upsert: PostgreSQL, Redshift) \
+         must have counted some already present (the others tell only a replay of the same batch, \
+         and a replay cut otherwise counts as written). In every case dead-lettered ≤ rejected, each \
          partition's consumer lag reads 0 after the drain and Prometheus saw as many \
          process lives as the supervisor started.\n"
     );

@@ -66,6 +66,11 @@ pub struct Runtime {
     /// or a watermark); otherwise a replay with other batch boundaries repeats records, at most
     /// what was in flight at each interruption.
     pub keyed: bool,
+    /// Whether its sink tells every replayed record as already present whatever the replay's
+    /// batch boundaries (a per-record upsert that reports its conflicts); otherwise only a
+    /// replay of the same batch is told, and a replay cut otherwise counts as written. The
+    /// crash suite then requires already-present records after an effective kill.
+    pub replays_told_per_record: bool,
     /// Whether the crash suite runs only its smoke test: the kill case with one effective
     /// kill (a sink shown to run under pico-kafka, not put through the whole failure matrix).
     pub smoke: bool,

@@ -23,6 +23,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "clickhouse",
     serde_name: "clickhouse",
     keyed: true,
+    replays_told_per_record: false,
     smoke: false,
     provide: || boxed(ChRuntime::provide),
 };

@@ -18,6 +18,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "delta-s3",
     serde_name: "delta-s3",
     keyed: true,
+    replays_told_per_record: false,
     smoke: false,
     provide: || boxed(DeltaS3Runtime::provide),
 };

@@ -17,6 +17,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "http-honouring",
     serde_name: "http",
     keyed: false,
+    replays_told_per_record: false,
     smoke: false,
     provide: || boxed(HttpRuntime::provide),
 };

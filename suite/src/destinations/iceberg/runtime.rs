@@ -18,6 +18,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "iceberg-s3",
     serde_name: "iceberg-s3",
     keyed: true,
+    replays_told_per_record: false,
     smoke: true,
     provide: || boxed(provide),
 };

@@ -9,6 +9,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "influxdb",
     serde_name: "influxdb",
     keyed: true,
+    replays_told_per_record: false,
     smoke: true,
     provide: || boxed(provide),
 };

@@ -9,6 +9,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "meilisearch",
     serde_name: "meilisearch",
     keyed: true,
+    replays_told_per_record: false,
     smoke: true,
     provide: || boxed(provide),
 };

@@ -9,6 +9,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "redshift",
     serde_name: "redshift",
     keyed: true,
+    replays_told_per_record: true,
     smoke: true,
     provide: || boxed(provide),
 };

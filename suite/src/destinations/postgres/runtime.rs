@@ -18,6 +18,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "postgres",
     serde_name: "postgres",
     keyed: true,
+    replays_told_per_record: true,
     smoke: false,
     provide: || boxed(PgRuntime::provide),
 };

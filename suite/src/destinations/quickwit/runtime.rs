@@ -10,6 +10,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "quickwit",
     serde_name: "quickwit",
     keyed: true,
+    replays_told_per_record: false,
     smoke: true,
     provide: || boxed(provide),
 };

@@ -20,6 +20,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "s3",
     serde_name: "s3",
     keyed: true,
+    replays_told_per_record: false,
     smoke: false,
     provide: || boxed(S3Runtime::provide),
 };

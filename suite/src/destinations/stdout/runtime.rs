@@ -21,6 +21,7 @@ pub const RUNTIME: Runtime = Runtime {
     id: "stdout",
     serde_name: "stdout",
     keyed: false,
+    replays_told_per_record: false,
     smoke: true,
     provide: || boxed(provide),
 };
