@@ -263,7 +263,8 @@ fn render_metrics(report: &CrashReport, md: &mut String) {
          stayed up, dead-lettered equals both the letters and the records rejected; read and \
          written + already present + changed + rejected reach the records produced; for a keyed \
          sink that tells replays apart, the rows held lie between written and written + already \
-         present + changed. Otherwise the figures may only fall short: dead-lettered ≤ letters, \
+         present + changed; for an append-only destination, the rows held are at most written + \
+         changed. Otherwise the figures may only fall short: dead-lettered ≤ letters, \
          written ≤ rows held; and after an effective kill a sink that tells every replayed \
          record apart whatever the replay's batches (a per-record upsert: PostgreSQL, Redshift) \
          must have counted some already present (the others tell only a replay of the same batch, \

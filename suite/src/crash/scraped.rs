@@ -354,6 +354,16 @@ impl MetricsCheck {
                     m.produced
                 ),
             );
+            if !m.keyed {
+                // An append-only destination holds a row per delivery the sink counted.
+                want(
+                    m.held <= s.written + s.changed,
+                    format!(
+                        "{} rows held > written {} + changed {} (an append-only destination)",
+                        m.held, s.written, s.changed
+                    ),
+                );
+            }
             if m.keyed && tells {
                 want(
                     m.held <= s.written + s.already_present + s.changed,
@@ -508,6 +518,37 @@ mod tests {
                 "{what} passed"
             );
         }
+    }
+
+    #[test]
+    fn an_append_only_destination_holds_no_row_the_sink_did_not_count() {
+        // The endpoint case: 4 276 rows held, the 277 replayed ones among them.
+        let append = Measured {
+            held: 4_276,
+            keyed: false,
+            produced: 4_000,
+            letters: 1,
+            lettered: 1,
+            ..measured()
+        };
+        let counted = Scraped {
+            read: 4_277,
+            written: 4_276,
+            rejected: 1,
+            dead_lettered: 1,
+            tells_already_present: Some(false),
+            ..scraped()
+        };
+        assert_eq!(MetricsCheck::of(counted.clone(), &append).failure(), None);
+        let replays_uncounted = Scraped {
+            written: 3_999,
+            ..counted
+        };
+        assert!(
+            MetricsCheck::of(replays_uncounted, &append)
+                .failure()
+                .is_some()
+        );
     }
 
     #[test]
