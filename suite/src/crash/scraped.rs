@@ -112,6 +112,7 @@ impl Scraper {
             .prometheus
             .series("pico_kafka_start_time_seconds", span)
             .await?;
+        let lives = Lives::of(&starts);
         let info = self.prometheus.series("pico_kafka_sink_info", span).await?;
         let mut counters = BTreeMap::new();
         for name in COUNTERS {
@@ -119,11 +120,11 @@ impl Scraper {
                 .prometheus
                 .series(&format!("pico_kafka_{name}{{topic=\"{topic}\"}}"), span)
                 .await?;
-            counters.insert(name, sum_of_lives(&series, &starts));
+            counters.insert(name, lives.sum(&series));
         }
         let count = |name: &str| counters.get(name).copied().unwrap_or_default();
         Ok(Scraped {
-            lives: lives(&starts),
+            lives: lives.count(),
             read: count("records_read_total"),
             written: count("records_written_total"),
             already_present: count("records_already_present_total"),
@@ -171,44 +172,72 @@ pub struct Scraped {
     pub tells_already_present: Option<bool>,
 }
 
-/// Sums, over every series and every process life, the last value the life's series was
-/// scraped at: a counter's total across restarts, less what each killed life counted after its
-/// last scrape. A life is the `pico_kafka_start_time_seconds` its instance reported at the same
-/// scrape (or the latest before it).
-pub(crate) fn sum_of_lives(series: &[Series], starts: &[Series]) -> u64 {
-    let mut last: BTreeMap<(BTreeMap<String, String>, u64), f64> = BTreeMap::new();
-    for s in series {
-        for &(at, value) in &s.samples {
-            let life = life_at(starts, s.label("instance"), at);
-            let top = last.entry((s.labels.clone(), life)).or_insert(0.0);
-            *top = top.max(value);
+/// The process lives Prometheus saw: per instance, the `pico_kafka_start_time_seconds` each
+/// scrape read, in scrape order (a start time, in ms, names a life).
+pub(crate) struct Lives(BTreeMap<String, Vec<(f64, u64)>>);
+
+impl Lives {
+    /// The lives in the range vectors of `pico_kafka_start_time_seconds`.
+    pub(crate) fn of(starts: &[Series]) -> Self {
+        let mut by_instance: BTreeMap<String, Vec<(f64, u64)>> = BTreeMap::new();
+        for s in starts {
+            by_instance
+                .entry(s.label("instance").to_owned())
+                .or_default()
+                .extend(
+                    s.samples
+                        .iter()
+                        .map(|&(at, start)| (at, (start * 1_000.0) as u64)),
+                );
         }
+        for scrapes in by_instance.values_mut() {
+            scrapes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        Self(by_instance)
     }
-    last.values().sum::<f64>() as u64
-}
 
-/// The start time (in ms, as a key) the process of `instance` reported at `at` or last before.
-fn life_at(starts: &[Series], instance: &str, at: f64) -> u64 {
-    starts
-        .iter()
-        .filter(|s| s.label("instance") == instance)
-        .flat_map(|s| s.samples.iter())
-        .filter(|(t, _)| *t <= at)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or(0, |(_, start)| (start * 1_000.0) as u64)
-}
+    /// How many: distinct start times per instance.
+    pub(crate) fn count(&self) -> u32 {
+        self.0
+            .values()
+            .map(|scrapes| {
+                scrapes
+                    .iter()
+                    .map(|(_, life)| *life)
+                    .collect::<BTreeSet<_>>()
+                    .len() as u32
+            })
+            .sum()
+    }
 
-/// Process lives seen: distinct `(instance, start time)`.
-pub(crate) fn lives(starts: &[Series]) -> u32 {
-    let seen: BTreeSet<(String, u64)> = starts
-        .iter()
-        .flat_map(|s| {
-            s.samples
-                .iter()
-                .map(|(_, start)| (s.label("instance").to_owned(), (start * 1_000.0) as u64))
-        })
-        .collect();
-    seen.len() as u32
+    /// The life of `instance` at `at`: the start time its scrape at `at` (or the latest before)
+    /// read; 0 where none did.
+    fn at(&self, instance: &str, at: f64) -> u64 {
+        let Some(scrapes) = self.0.get(instance) else {
+            return 0;
+        };
+        let seen = scrapes.partition_point(|(t, _)| *t <= at);
+        seen.checked_sub(1).map_or(0, |i| scrapes[i].1)
+    }
+
+    /// Sums, over every series and every life, the last value the life's series was scraped
+    /// at: a counter's total across restarts, less what each killed life counted after its
+    /// last scrape.
+    pub(crate) fn sum(&self, series: &[Series]) -> u64 {
+        let total: f64 = series
+            .iter()
+            .map(|s| {
+                let instance = s.label("instance");
+                let mut last: BTreeMap<u64, f64> = BTreeMap::new();
+                for &(at, value) in &s.samples {
+                    let top = last.entry(self.at(instance, at)).or_insert(0.0);
+                    *top = top.max(value);
+                }
+                last.values().sum::<f64>()
+            })
+            .sum();
+        total as u64
+    }
 }
 
 /// The last lag of each partition's series that is still scraped (the latest sample of all).
@@ -463,8 +492,9 @@ mod tests {
             ),
             series("b", "1", &[(101.0, 5.0), (109.0, 9.0)]),
         ];
-        assert_eq!(sum_of_lives(&read, &starts), 40 + 70 + 9);
-        assert_eq!(lives(&starts), 3);
+        let lives = Lives::of(&starts);
+        assert_eq!(lives.sum(&read), 40 + 70 + 9);
+        assert_eq!(lives.count(), 3);
     }
 
     fn measured() -> Measured {
