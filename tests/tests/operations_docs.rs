@@ -12,9 +12,12 @@ use std::process::Command;
 
 use pico_suite::provide::find_binary;
 use pico_suite::serve::prometheus::Prometheus;
+use pico_workspace_tests::workspace_root;
 
+/// The checkout the tests run in, found at run time: a path compiled into the binary would
+/// name the checkout that built it, which a shared target directory may outlive.
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    workspace_root()
 }
 
 fn operations(file: &str) -> PathBuf {
