@@ -17,12 +17,16 @@
 //! * [`ledger::Ledger`] — the identity counter outside the sink: what was sent, what was
 //!   dead-lettered, and the comparison with what was read back.
 //! * [`scenarios`] — replay-same-batch, replay-rebatched, lost-ack, outage,
-//!   concurrent-partitions, zombie-writer, bad-input.
+//!   concurrent-partitions, zombie-writer, bad-input, meter-readings, cancelled-consume,
+//!   flaky-network, replay-after-horizon.
+//! * [`horizon::Horizon`] — how far back a destination recognises a replay, and
+//!   [`horizon::Upkeep`], what a destination did to go past it.
 //! * [`report`] — results, verdicts against each sink's `describe()` claim, and the generated
 //!   table.
 
 pub mod evidence;
 pub mod fault;
+pub mod horizon;
 pub mod ledger;
 pub mod meter;
 pub mod overlap;

@@ -15,6 +15,7 @@ use pico_sink::identity::RecordId;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::{FaultSwitch, FaultySink};
+use crate::horizon::Upkeep;
 use crate::provider::ProviderKind;
 
 /// The server a destination runs on.
@@ -208,6 +209,14 @@ pub trait Destination: Send + Sync {
         self.read_back(isolation)
             .await
             .map(|back| Page { back, next: None })
+    }
+    /// Drives `isolation` past the destination's replay horizon with its own upkeep (expire
+    /// snapshots, clean the log, vacuum, age idempotency keys), after the scenario
+    /// `replay-after-horizon` delivered heavy later traffic; says which horizon that is and
+    /// counts each step. The default does no upkeep and names no horizon.
+    async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
+        let _ = isolation;
+        Ok(Upkeep::unstated())
     }
     /// Stops what the provider started.
     async fn shutdown(self: Box<Self>) -> Result<(), String>;

@@ -23,11 +23,14 @@ pub enum Control {
     /// Answers before its write is visible: the write runs later in the background and dies
     /// with the sink instance (as a buffer dies with a crashed process).
     AcksBeforeVisible,
+    /// Skips a record only while it is among the last rows it stored (a dedupe window): a
+    /// replay older than the window appends again, while claiming no duplicate.
+    ForgetsOldWrites,
 }
 
 impl Control {
     /// Every control, the honest sink first.
-    pub const ALL: [Control; 7] = [
+    pub const ALL: [Control; 8] = [
         Control::Honest,
         Control::DropsRecord,
         Control::AppendsClaimingNoDuplicate,
@@ -35,6 +38,7 @@ impl Control {
         Control::DeadLettersStored,
         Control::TornOnCancel,
         Control::AcksBeforeVisible,
+        Control::ForgetsOldWrites,
     ];
 
     /// The control's id (its row in the table, its SQLite file).
@@ -47,6 +51,7 @@ impl Control {
             Control::DeadLettersStored => "dead-letters-a-stored-record",
             Control::TornOnCancel => "torn-on-cancel",
             Control::AcksBeforeVisible => "acks-before-visible",
+            Control::ForgetsOldWrites => "forgets-old-writes",
         }
     }
 
@@ -74,6 +79,9 @@ impl Control {
             Control::AcksBeforeVisible => {
                 "answers before its write is visible; the write dies with the sink instance"
             }
+            Control::ForgetsOldWrites => {
+                "skips a record only while it is among its last 16 384 rows; an older replay appends again"
+            }
         }
     }
 
@@ -82,7 +90,9 @@ impl Control {
         match self {
             Control::Honest => None,
             Control::DropsRecord | Control::AcksBeforeVisible => Some(Finding::Lost),
-            Control::AppendsClaimingNoDuplicate => Some(Finding::Duplicates),
+            Control::AppendsClaimingNoDuplicate | Control::ForgetsOldWrites => {
+                Some(Finding::Duplicates)
+            }
             Control::DeadLettersValid => Some(Finding::RejectedValid),
             Control::DeadLettersStored => Some(Finding::RejectedButStored),
             Control::TornOnCancel => Some(Finding::Corrupted),

@@ -19,6 +19,21 @@ use crate::control::Control;
 const TORN_WINDOW: Duration = Duration::from_millis(25);
 /// How long after its answer a write becomes visible ([`Control::AcksBeforeVisible`]).
 const BEHIND: Duration = Duration::from_secs(1);
+/// Rows a [`Control::ForgetsOldWrites`] sink still recognises: more than the largest batch a
+/// scenario replays whole (10 240 records), fewer than the traffic replay-after-horizon sends
+/// after its old batch (20 000).
+const REMEMBERED_ROWS: i64 = 16_384;
+
+/// How a table recognises a record it already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keying {
+    /// A primary key on the identity: always.
+    Key,
+    /// No key: never.
+    Append,
+    /// No key; only among the last [`REMEMBERED_ROWS`] rows.
+    Window,
+}
 
 /// A sink writing into one SQLite table, keyed on the record identity unless its control
 /// appends.
@@ -48,27 +63,32 @@ fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
     conn.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The statement that stores one record: on a keyed table a record already held is skipped.
-fn insert_sql(table: &str, keyed: bool) -> String {
-    let conflict = if keyed { " ON CONFLICT DO NOTHING" } else { "" };
-    format!(
-        "INSERT INTO {table} (pico_topic, pico_partition, pico_offset, value) \
-         VALUES (?1, ?2, ?3, ?4){conflict}"
-    )
+/// The statement that stores one record: a record the table recognises is skipped.
+fn insert_sql(table: &str, keying: Keying) -> String {
+    let columns = format!("INSERT INTO {table} (pico_topic, pico_partition, pico_offset, value)");
+    match keying {
+        Keying::Key => format!("{columns} VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING"),
+        Keying::Append => format!("{columns} VALUES (?1, ?2, ?3, ?4)"),
+        Keying::Window => format!(
+            "{columns} SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM {table} \
+             WHERE pico_topic = ?1 AND pico_partition = ?2 AND pico_offset = ?3 \
+             AND rowid > (SELECT coalesce(max(rowid), 0) FROM {table}) - {REMEMBERED_ROWS})"
+        ),
+    }
 }
 
 /// Stores `records` in one transaction; per record, whether it was new.
 fn insert(
     conn: &mut Connection,
     table: &str,
-    keyed: bool,
+    keying: Keying,
     records: &[Record],
 ) -> Result<Vec<bool>, SinkError> {
     let tx = conn.transaction().map_err(|e| classify(e, "BEGIN"))?;
     let mut new = Vec::with_capacity(records.len());
     {
         let mut stmt = tx
-            .prepare_cached(&insert_sql(table, keyed))
+            .prepare_cached(&insert_sql(table, keying))
             .map_err(|e| classify(e, "preparing the insert"))?;
         for r in records {
             let changed = stmt
@@ -150,26 +170,30 @@ impl ControlSink {
         })
     }
 
-    fn keyed(&self) -> bool {
-        self.control != Control::AppendsClaimingNoDuplicate
+    fn keying(&self) -> Keying {
+        match self.control {
+            Control::AppendsClaimingNoDuplicate => Keying::Append,
+            Control::ForgetsOldWrites => Keying::Window,
+            _ => Keying::Key,
+        }
     }
 
     /// Runs `f` on the connection in a blocking task (SQLite calls block).
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection, &str, bool) -> Result<T, SinkError> + Send + 'static,
+        f: impl FnOnce(&mut Connection, &str, Keying) -> Result<T, SinkError> + Send + 'static,
     ) -> Result<T, SinkError> {
         let conn = self.conn.clone();
         let table = self.table.clone();
-        let keyed = self.keyed();
-        tokio::task::spawn_blocking(move || f(&mut lock(&conn), &table, keyed))
+        let keying = self.keying();
+        tokio::task::spawn_blocking(move || f(&mut lock(&conn), &table, keying))
             .await
             .map_err(|e| SinkError::retryable("the blocking task failed").with_source(e))?
     }
 
     /// Stores `records`; per record, whether it was new.
     async fn store(&self, records: Vec<Record>) -> Result<Vec<bool>, SinkError> {
-        self.blocking(move |conn, table, keyed| insert(conn, table, keyed, &records))
+        self.blocking(move |conn, table, keying| insert(conn, table, keying, &records))
             .await
     }
 
@@ -202,7 +226,7 @@ impl ControlSink {
         let task = tokio::spawn(async move {
             tokio::time::sleep(BEHIND).await;
             let written = tokio::task::spawn_blocking(move || {
-                insert(&mut lock(&conn), &table, true, &records)
+                insert(&mut lock(&conn), &table, Keying::Key, &records)
             })
             .await;
             if !matches!(written, Ok(Ok(_))) {
@@ -227,18 +251,26 @@ impl Drop for ControlSink {
 #[async_trait]
 impl Sink for ControlSink {
     async fn open(&self) -> Result<(), SinkError> {
-        let key = if self.keyed() {
-            ", PRIMARY KEY (pico_topic, pico_partition, pico_offset)"
-        } else {
-            ""
-        };
-        self.blocking(move |conn, table, _| {
+        self.blocking(move |conn, table, keying| {
+            let key = match keying {
+                Keying::Key => ", PRIMARY KEY (pico_topic, pico_partition, pico_offset)",
+                Keying::Append | Keying::Window => "",
+            };
             conn.execute_batch(&format!(
                 "CREATE TABLE IF NOT EXISTS {table} (pico_topic TEXT NOT NULL, \
                  pico_partition INTEGER NOT NULL, pico_offset INTEGER NOT NULL, \
                  value BLOB NOT NULL{key})"
             ))
-            .map_err(|e| classify(e, "creating the table"))
+            .map_err(|e| classify(e, "creating the table"))?;
+            if keying == Keying::Window {
+                // Not unique: only a lookup for the window's check.
+                conn.execute_batch(&format!(
+                    "CREATE INDEX IF NOT EXISTS {table}_identity \
+                     ON {table} (pico_topic, pico_partition, pico_offset)"
+                ))
+                .map_err(|e| classify(e, "creating the identity index"))?;
+            }
+            Ok(())
         })
         .await
     }
@@ -247,7 +279,7 @@ impl Sink for ControlSink {
         let (mut records, mut rejected) = storable(batch);
         let several = records.len() >= 2;
         let written = match self.control {
-            Control::Honest | Control::AppendsClaimingNoDuplicate => {
+            Control::Honest | Control::AppendsClaimingNoDuplicate | Control::ForgetsOldWrites => {
                 report(&self.store(records).await?, 0)
             }
             Control::DropsRecord => {

@@ -5,6 +5,7 @@ use pico_conformance::report::{Mark, Report, render_markdown};
 use pico_conformance::runner::Silent;
 use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
 use pico_conformance_controls::{Control, run};
+use pico_sink::Scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_control_is_caught_and_the_honest_sink_passes() {
@@ -32,4 +33,19 @@ async fn every_control_is_caught_and_the_honest_sink_passes() {
     assert!(honest.cells.iter().all(|c| c.mark == Mark::Clean));
     let problems = table.problems();
     assert!(problems.is_empty(), "{problems:#?}");
+    // A dedupe window passes every replay of a recent batch: only a replay past it sees it.
+    let forgets = table
+        .rows
+        .iter()
+        .find(|r| r.control == Control::ForgetsOldWrites.id())
+        .expect("the forgets-old-writes row");
+    let mark = |scenario: Scenario| {
+        forgets
+            .cells
+            .iter()
+            .find(|c| c.scenario == scenario)
+            .map(|c| c.mark)
+    };
+    assert_eq!(mark(Scenario::ReplaySameBatch), Some(Mark::Missed));
+    assert_eq!(mark(Scenario::ReplayAfterHorizon), Some(Mark::Caught));
 }

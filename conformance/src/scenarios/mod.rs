@@ -10,6 +10,7 @@ mod bad_input;
 mod cancelled;
 mod concurrent;
 mod flaky;
+mod horizon;
 mod lost_ack;
 pub mod meter;
 mod outage;
@@ -34,9 +35,10 @@ use crate::ledger::{Measured, SharedLedger};
 use crate::target::{Destination, Readback, SinkUnderTest};
 
 pub use flaky::{FULL_BATCHES, REDUCED_BATCHES};
+pub use horizon::LATER_BATCHES;
 
 /// The scenarios this suite implements, in table order.
-pub const IMPLEMENTED: [Scenario; 10] = [
+pub const IMPLEMENTED: [Scenario; 11] = [
     Scenario::ReplaySameBatch,
     Scenario::ReplayRebatched,
     Scenario::LostAck,
@@ -47,6 +49,7 @@ pub const IMPLEMENTED: [Scenario; 10] = [
     Scenario::MeterReadings,
     Scenario::CancelledConsume,
     Scenario::FlakyNetwork,
+    Scenario::ReplayAfterHorizon,
 ];
 
 /// How large the long scenarios run (flaky-network): the main job runs them in full, CI at a
@@ -452,6 +455,7 @@ async fn drive(scenario: Scenario, ctx: &mut Ctx<'_>) -> Result<(), ScenarioErro
         Scenario::BadInput => bad_input::run(ctx).await,
         Scenario::CancelledConsume => cancelled::run(ctx).await,
         Scenario::FlakyNetwork => flaky::run(ctx).await,
+        Scenario::ReplayAfterHorizon => horizon::run(ctx).await,
         other => Err(ScenarioError::NotApplicable(format!(
             "{} is not implemented by this version of the suite",
             other.id()

@@ -29,11 +29,14 @@ pub enum Scenario {
     /// Many batches through a network that cuts a random share of requests and answers; the
     /// runtime retries and restarts as it would.
     FlakyNetwork,
+    /// An old batch handed over again after heavy later traffic and the destination's own
+    /// upkeep drove it past its replay horizon (a consumer group reset to an old offset).
+    ReplayAfterHorizon,
 }
 
 impl Scenario {
     /// Every scenario, in table order.
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::ReplaySameBatch,
         Scenario::ReplayRebatched,
         Scenario::LostAck,
@@ -44,6 +47,7 @@ impl Scenario {
         Scenario::MeterReadings,
         Scenario::CancelledConsume,
         Scenario::FlakyNetwork,
+        Scenario::ReplayAfterHorizon,
     ];
 
     /// The scenario's id, as used on the command line and in the table.
@@ -59,6 +63,7 @@ impl Scenario {
             Scenario::MeterReadings => "meter-readings",
             Scenario::CancelledConsume => "cancelled-consume",
             Scenario::FlakyNetwork => "flaky-network",
+            Scenario::ReplayAfterHorizon => "replay-after-horizon",
         }
     }
 

@@ -143,5 +143,8 @@ impl Sink for HttpSink {
         .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
         // A redelivered record arrives in a one-record batch: another key.
         .with_claim(Scenario::MeterReadings, Claim::Repeats)
+        // An endpoint keeps keys for its retention only (24 h is common): an older replay is
+        // stored again.
+        .with_claim(Scenario::ReplayAfterHorizon, Claim::Repeats)
     }
 }

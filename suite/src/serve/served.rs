@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::serve::server::Server;
+use pico_conformance::horizon::Upkeep;
 use pico_conformance::proxy::{FaultProxies, FaultProxy};
 use pico_conformance::target::{
     Destination, Page, PayloadForm, Readback, ServerInfo, SinkUnderTest,
@@ -106,6 +107,16 @@ pub trait Store: Send + Sync + 'static {
         let _ = (served, isolation, via);
         Err("this destination has no pico-kafka sink section".into())
     }
+    /// Drives `isolation` past the replay horizon with the destination's own upkeep
+    /// ([`Destination::pass_horizon`]); the default does none and names no horizon.
+    async fn pass_horizon(
+        &self,
+        served: &Served<Self::Server>,
+        isolation: &str,
+    ) -> Result<Upkeep, String> {
+        let _ = (served, isolation);
+        Ok(Upkeep::unstated())
+    }
     /// One page of what `isolation` holds, from `cursor`; the default is one page,
     /// [`Store::read_back`].
     async fn read_page(
@@ -162,6 +173,10 @@ impl<St: Store> Destination for ServedDestination<St> {
 
     async fn read_page(&self, isolation: &str, cursor: Option<&str>) -> Result<Page, String> {
         self.store.read_page(&self.served, isolation, cursor).await
+    }
+
+    async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
+        self.store.pass_horizon(&self.served, isolation).await
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {

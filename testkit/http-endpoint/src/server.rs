@@ -29,6 +29,10 @@ pub enum KeyPolicy {
     Ignore,
 }
 
+/// How long an endpoint remembers an answered key by default: 24 hours, as public APIs that
+/// take `Idempotency-Key` commonly keep them.
+pub const KEY_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
 /// Endpoint settings.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
@@ -41,16 +45,21 @@ pub struct EndpointConfig {
     pub max_element_bytes: usize,
     /// Largest request body read; larger makes the request 413 before it is parsed.
     pub max_body_bytes: usize,
+    /// How long an answered key is remembered ([`KeyPolicy::Honour`]); a request with a key
+    /// older than this is processed as new, as the draft allows a resource to expire keys.
+    pub key_retention: Duration,
 }
 
 impl EndpointConfig {
-    /// Settings with a key policy, no delay, elements up to 1 MiB, bodies up to 64 MiB.
+    /// Settings with a key policy, no delay, elements up to 1 MiB, bodies up to 64 MiB, keys
+    /// kept [`KEY_RETENTION`].
     pub fn new(policy: KeyPolicy) -> Self {
         Self {
             policy,
             processing_delay: Duration::ZERO,
             max_element_bytes: 1 << 20,
             max_body_bytes: 64 << 20,
+            key_retention: KEY_RETENTION,
         }
     }
 }
@@ -146,6 +155,14 @@ impl Endpoint {
     /// Request counters (also served at `GET /stats`).
     pub fn stats(&self) -> Stats {
         self.shared.lock().stats.clone()
+    }
+
+    /// Moves the key clock `by` ahead (as if that much time had passed for the keys) and
+    /// forgets the answered keys it carries past [`EndpointConfig::key_retention`]; how many.
+    pub fn age_keys(&self, by: Duration) -> u64 {
+        let mut inner = self.shared.lock();
+        inner.aged += by;
+        inner.expire_keys(self.shared.config.key_retention)
     }
 
     /// Stops the server.
@@ -265,6 +282,7 @@ async fn ingest(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -
             );
         };
         let mut inner = shared.lock();
+        inner.expire_keys(shared.config.key_retention);
         match inner.keys.get(key).cloned() {
             Some(entry) if entry.fingerprint() != &fingerprint => {
                 inner.stats.key_mismatches += 1;
@@ -327,6 +345,7 @@ async fn ingest(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -
                     status: status.as_u16(),
                     body: body.clone(),
                 },
+                at: std::time::Instant::now(),
             },
         );
     }

@@ -1,6 +1,7 @@
 //! What the endpoint holds: stored elements and the idempotency-key table.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,9 @@ pub struct Stats {
     pub key_mismatches: u64,
     /// 400 and 413 answers.
     pub refused: u64,
+    /// Keys forgotten after the key retention (a later request with one of them is stored).
+    #[serde(default)]
+    pub keys_expired: u64,
 }
 
 /// The first answer given for a key.
@@ -37,6 +41,8 @@ pub(crate) enum KeyEntry {
     Done {
         fingerprint: [u8; 32],
         answer: Answer,
+        /// When the first answer was given.
+        at: Instant,
     },
 }
 
@@ -55,4 +61,21 @@ pub(crate) struct Inner {
     pub records: Vec<Box<serde_json::value::RawValue>>,
     pub keys: HashMap<String, KeyEntry>,
     pub stats: Stats,
+    /// How far the key clock was moved ahead of the real one ([`crate::Endpoint::age_keys`]).
+    pub aged: Duration,
+}
+
+impl Inner {
+    /// Forgets the answered keys older than `retention` on the key clock; how many.
+    pub fn expire_keys(&mut self, retention: Duration) -> u64 {
+        let aged = self.aged;
+        let before = self.keys.len();
+        self.keys.retain(|_, entry| match entry {
+            KeyEntry::Done { at, .. } => at.elapsed() + aged < retention,
+            KeyEntry::InFlight { .. } => true,
+        });
+        let expired = (before - self.keys.len()) as u64;
+        self.stats.keys_expired += expired;
+        expired
+    }
 }

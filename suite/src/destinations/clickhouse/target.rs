@@ -7,6 +7,7 @@ use super::server::ClickHouseServer;
 use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Store};
 use async_trait::async_trait;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target, checksum,
@@ -81,6 +82,28 @@ impl Store for ChStore {
             physical_rows: Some(physical),
             notes: vec![format!("{physical} physical rows before merge")],
         })
+    }
+
+    /// The table's own upkeep: `OPTIMIZE TABLE … FINAL` merges every part (the
+    /// ReplacingMergeTree collapses repeats). The sink recognises a replay by the partition's
+    /// `max(pico_offset)` watermark, not by the insert-dedupe window (which serves two writers
+    /// racing on one range, on servers with tokens), so no count of later inserts passes it.
+    async fn pass_horizon(
+        &self,
+        served: &Served<ClickHouseServer>,
+        isolation: &str,
+    ) -> Result<Upkeep, String> {
+        served
+            .server()
+            .query(&format!(
+                "OPTIMIZE TABLE {DATABASE}.{} FINAL",
+                table(isolation)
+            ))
+            .await?;
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the partition's max(pico_offset) watermark: as long as its highest row is held",
+        ))
+        .did("OPTIMIZE TABLE … FINAL runs (every part merged)", 1))
     }
 }
 

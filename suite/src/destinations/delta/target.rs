@@ -20,6 +20,7 @@ use crate::serve::s3::S3Server;
 use pico_conformance::proxy::FaultProxy;
 
 use crate::provide::ANY_SERVER;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -191,11 +192,55 @@ impl Destination for DeltaDestination {
         read_delta(&location, options).await
     }
 
+    /// The table's own upkeep as if its log retention had passed: a checkpoint at the current
+    /// version, then log cleanup removes every log entry before it. The sink's watermarks are
+    /// `txn` actions, which checkpoints carry (the sink sets no
+    /// `delta.setTransactionRetentionDuration`, which would expire them).
+    async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
+        let (location, options, _) = self.table(isolation, false).await?;
+        let table = deltalake::open_table_with_storage_options(table_url(&location)?, options)
+            .await
+            .map_err(|e| format!("opening {location}: {e}"))?;
+        let version = table
+            .version()
+            .ok_or_else(|| format!("{location} has no version"))?;
+        deltalake::checkpoints::create_checkpoint(&table, None)
+            .await
+            .map_err(|e| format!("checkpoint of {location} at version {version}: {e}"))?;
+        // Everything written so far counts as past the retention.
+        let cutoff = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            + std::time::Duration::from_secs(1);
+        let removed = deltalake::checkpoints::cleanup_expired_logs_for(
+            version,
+            table.log_store().as_ref(),
+            cutoff.as_millis() as i64,
+            None,
+        )
+        .await
+        .map_err(|e| format!("log cleanup of {location}: {e}"))?;
+        Ok(Upkeep::of(Horizon::unbounded(
+            "txn actions per partition, carried into every checkpoint",
+        ))
+        .did("checkpoints written", 1)
+        .did("log files removed by log cleanup", removed as u64))
+    }
+
     async fn shutdown(self: Box<Self>) -> Result<(), String> {
         match self.store {
             Store::Local(_) => Ok(()),
             Store::S3(s3) => s3.stop().await,
         }
+    }
+}
+
+/// The URL of a table location (a URL, or an absolute directory path).
+fn table_url(location: &str) -> Result<url::Url, String> {
+    if location.contains("://") {
+        url::Url::parse(location).map_err(|e| e.to_string())
+    } else {
+        url::Url::from_directory_path(location).map_err(|()| format!("{location} is not absolute"))
     }
 }
 
@@ -205,12 +250,7 @@ pub async fn read_delta(
     location: &str,
     options: std::collections::HashMap<String, String>,
 ) -> Result<Readback, String> {
-    let url = if location.contains("://") {
-        url::Url::parse(location).map_err(|e| e.to_string())?
-    } else {
-        url::Url::from_directory_path(location)
-            .map_err(|()| format!("{location} is not absolute"))?
-    };
+    let url = table_url(location)?;
     let table = match deltalake::open_table_with_storage_options(url, options).await {
         Ok(t) => t,
         Err(deltalake::DeltaTableError::NotATable(_)) => return Ok(Readback::default()),

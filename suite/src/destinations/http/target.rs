@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
+use pico_http_endpoint::{Endpoint, EndpointConfig, KEY_RETENTION, KeyPolicy};
 use pico_sink::Envelope;
 use pico_sink_http::{HttpSink, HttpSinkConfig};
 use tokio::sync::Mutex;
 
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::proxy::FaultProxies;
 use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
@@ -126,6 +127,27 @@ impl Destination for HttpDestination {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    /// Honouring: the endpoint's key clock moves one retention ahead, so every key it answered
+    /// is forgotten. Ignoring: nothing to pass.
+    async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
+        if self.policy == KeyPolicy::Ignore {
+            return Ok(Upkeep::of(Horizon::NoDedupe));
+        }
+        let endpoints = self.endpoints.lock().await;
+        let endpoint = endpoints
+            .get(isolation)
+            .ok_or_else(|| format!("no endpoint was started for {isolation}"))?;
+        let expired = endpoint.age_keys(KEY_RETENTION);
+        Ok(Upkeep::of(Horizon::Duration {
+            seconds: KEY_RETENTION.as_secs(),
+            of: "idempotency keys at the endpoint".into(),
+        })
+        .did(
+            "idempotency keys aged past the endpoint's retention",
+            expired,
+        ))
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {

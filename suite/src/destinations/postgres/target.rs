@@ -11,6 +11,7 @@ use super::server::{PgServer, connect};
 use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, Page, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
@@ -118,6 +119,29 @@ impl Store for PgStore {
         isolation: &str,
     ) -> Result<Readback, String> {
         read_table(served.server().url(), &table_name(isolation)).await
+    }
+
+    /// The table's own upkeep: `VACUUM FULL ANALYZE` rewrites the table and its indexes.
+    /// Both sinks recognise a replay by the identity columns of the rows held (a key, or the
+    /// sink's own merge on them), which no upkeep removes.
+    async fn pass_horizon(
+        &self,
+        served: &Served<PgServer>,
+        isolation: &str,
+    ) -> Result<Upkeep, String> {
+        let client = connect(served.server().url()).await?;
+        let sql = format!(
+            "VACUUM FULL ANALYZE public.{}",
+            pico_pg_quote(&table_name(isolation))
+        );
+        client
+            .batch_execute(&sql)
+            .await
+            .map_err(|e| format!("{sql}: {e}"))?;
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the identity columns of the rows held: as long as the row is",
+        ))
+        .did("VACUUM FULL ANALYZE runs (table and indexes rewritten)", 1))
     }
 
     async fn read_page(

@@ -12,6 +12,7 @@ use pico_sink::identity::Scope;
 use pico_sink_stdout::StdoutSink;
 
 use pico_conformance::fault::{FaultMode, FaultState};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{Destination, Readback, ServerInfo, SinkUnderTest, Target};
 
@@ -122,6 +123,11 @@ impl Destination for Terminal {
             sink: Arc::new(StdoutSink::to_writer(writer, Scope::default())),
             faults: Some(faults),
         })
+    }
+
+    /// A stream of lines keeps no record of what it printed: nothing to pass.
+    async fn pass_horizon(&self, _isolation: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::NoDedupe))
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
