@@ -16,6 +16,7 @@ use crate::serve::docker::{ContainerSpec, start};
 use crate::serve::hosted::{Hosted, Kept, provide};
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -147,6 +148,13 @@ impl Store for Doris {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    /// No upkeep to run on demand (Stream Load labels expire after label_keep_max_second; the Unique Key does not).
+    async fn pass_horizon(&self, _: &Served<Hosted>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the Unique Key on the identity columns: as long as the row is held",
+        )))
     }
 
     async fn read_back(

@@ -14,6 +14,7 @@ use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -97,6 +98,13 @@ impl Store for Es {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    /// No upkeep to run on demand.
+    async fn pass_horizon(&self, _: &Served<Hosted>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the document _id from the identity: as long as the document is held",
+        )))
     }
 
     async fn read_back(

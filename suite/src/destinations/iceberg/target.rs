@@ -24,6 +24,7 @@ use crate::serve::Served;
 use crate::serve::s3::S3Server;
 
 use crate::provide::ANY_SERVER;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, ReadRow, Readback, ServerInfo, SinkUnderTest, Target, checksum,
@@ -275,6 +276,40 @@ impl Destination for IcebergDestination {
                 contents.snapshots, contents.data_files
             )],
         })
+    }
+
+    /// The table's own upkeep: expire every snapshot but the current one (metadata only, as
+    /// iceberg-rust's `expire_snapshots` does). The sink reads its watermarks from the current
+    /// snapshot's summary, which carries every partition's forward.
+    async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
+        use pico_sink_iceberg::iceberg::transaction::{ApplyTransactionAction, Transaction};
+        let catalog = self.catalog(None).await?;
+        let ident = iceberg_ident(&table(isolation))?;
+        let loaded = catalog
+            .load_table(&ident)
+            .await
+            .map_err(|e| e.to_string())?;
+        let before = loaded.metadata().snapshots().count();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_millis() as i64;
+        let tx = Transaction::new(&loaded);
+        let tx = tx
+            .expire_snapshots()
+            .expire_older_than_ms(now_ms + 1)
+            .retain_last(1)
+            .apply(tx)
+            .map_err(|e| format!("expiring snapshots: {e}"))?;
+        let expired = tx
+            .commit(catalog.as_ref())
+            .await
+            .map_err(|e| format!("committing the expiry: {e}"))?;
+        let after = expired.metadata().snapshots().count();
+        Ok(Upkeep::of(Horizon::unbounded(
+            "pico.watermarks carried forward in every snapshot summary: the current one holds them",
+        ))
+        .did("snapshots expired", before.saturating_sub(after) as u64))
     }
 
     async fn shutdown(self: Box<Self>) -> Result<(), String> {

@@ -10,6 +10,7 @@ use crate::destinations::runtime::sink_section;
 use crate::provide::ANY_SERVER;
 use crate::serve::{Served, ServedDestination, Server, Store};
 use async_trait::async_trait;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target, payload_checksum,
@@ -158,6 +159,13 @@ impl Store for InfluxStore {
         let url = format!("http://{via}");
         let config = self.config(served.server(), url, isolation).await?;
         sink_section("influxdb", &config)
+    }
+
+    /// No upkeep to run on demand (compaction is the server's own).
+    async fn pass_horizon(&self, _: &Served<InfluxServer>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the points themselves, series and time from the identity: as long as the retention policy keeps them",
+        )))
     }
 
     async fn read_back(

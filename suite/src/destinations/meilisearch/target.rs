@@ -20,6 +20,7 @@ use crate::serve::hosted::{Hosted, provide};
 use crate::serve::native::BinaryServer;
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -215,6 +216,13 @@ impl Store for Meili {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// No upkeep to run on demand.
+    async fn pass_horizon(&self, _: &Served<Hosted>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the primary key from the identity: as long as the document is held",
+        )))
     }
 
     async fn read_back(

@@ -16,6 +16,7 @@ use crate::destinations::read::row_from_document;
 use crate::serve::docker::ContainerSpec;
 use crate::serve::hosted::{Hosted, provide};
 use crate::serve::{Served, ServedDestination, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -98,6 +99,13 @@ impl Store for Mongo {
             sink: Arc::new(MongoSink::new(config)),
             faults: Some(proxy),
         })
+    }
+
+    /// No upkeep to run on demand.
+    async fn pass_horizon(&self, _: &Served<Hosted>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "_id from the identity: as long as the document is held",
+        )))
     }
 
     async fn read_back(&self, _: &Served<Hosted>, isolation: &str) -> Result<Readback, String> {

@@ -19,6 +19,7 @@ use crate::serve::hosted::{Hosted, provide};
 use crate::serve::native::BinaryServer;
 use crate::serve::server::wait_http;
 use crate::serve::{Served, ServedDestination, Store};
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, Readback, ServerInfo, SinkUnderTest, Target,
@@ -199,6 +200,13 @@ impl Store for Qw {
     async fn settle(&self, _: &Served<Hosted>, _: &str) -> Result<(), String> {
         tokio::time::sleep(Duration::from_secs(u64::from(COMMIT_TIMEOUT_SECS) + 1)).await;
         Ok(())
+    }
+
+    /// No upkeep to run on demand (merges are the indexer's own).
+    async fn pass_horizon(&self, _: &Served<Hosted>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the partition's highest pico_offset in the index: as long as its newest document is kept",
+        )))
     }
 
     async fn read_back(

@@ -9,6 +9,7 @@ use crate::serve::s3::S3Server;
 use crate::serve::{Served, ServedDestination, Store};
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target,
@@ -79,6 +80,13 @@ impl Store for S3Store {
             sink: Arc::new(sink),
             faults: Some(proxy),
         })
+    }
+
+    /// No upkeep to run on demand (lifecycle rules are the bucket owner's).
+    async fn pass_horizon(&self, _: &Served<S3Server>, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "the partition's highest batch object, its LIST watermark: as long as it is kept",
+        )))
     }
 
     async fn read_back(&self, _: &Served<S3Server>, isolation: &str) -> Result<Readback, String> {

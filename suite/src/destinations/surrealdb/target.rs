@@ -18,6 +18,7 @@ use crate::serve::Server;
 use crate::serve::docker::{ContainerSpec, start};
 use crate::serve::hosted::{Hosted, Kept};
 use crate::serve::server::wait_http;
+use pico_conformance::horizon::{Horizon, Upkeep};
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, Target,
@@ -151,6 +152,13 @@ impl Destination for SurrealDestination {
             sink: Arc::new(sink),
             faults: None,
         })
+    }
+
+    /// No upkeep to run on demand.
+    async fn pass_horizon(&self, _: &str) -> Result<Upkeep, String> {
+        Ok(Upkeep::of(Horizon::unbounded(
+            "record ids from the identity: as long as the record is held",
+        )))
     }
 
     async fn read_back(&self, isolation: &str) -> Result<Readback, String> {
