@@ -46,6 +46,23 @@ impl Horizon {
         Horizon::Unbounded { by: by.into() }
     }
 
+    /// Whether replays older than the horizon go unrecognised (a count or a duration).
+    pub fn is_bounded(&self) -> bool {
+        matches!(self, Horizon::Writes { .. } | Horizon::Duration { .. })
+    }
+
+    /// The horizon in a few characters, for the summary: "none", "1000 writes", "24 h",
+    /// "no dedupe", "not stated".
+    pub fn short(&self) -> String {
+        match self {
+            Horizon::Unbounded { .. } => "none".into(),
+            Horizon::Writes { count, .. } => format!("{count} writes"),
+            Horizon::Duration { seconds, .. } => duration_words(*seconds),
+            Horizon::NoDedupe => "no dedupe".into(),
+            Horizon::Unstated => "not stated".into(),
+        }
+    }
+
     /// The horizon in words: "none: unbounded (…)", "1000 insert blocks", "24 h of keys".
     pub fn words(&self) -> String {
         match self {
@@ -68,13 +85,15 @@ fn duration_words(seconds: u64) -> String {
     }
 }
 
-/// What a destination did to go past its horizon ([`crate::target::Destination::pass_horizon`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a destination did to go past its horizon ([`crate::target::Destination::pass_horizon`]);
+/// the report carries it with the cell of `replay-after-horizon`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upkeep {
     /// The horizon it went past (or found none to pass).
     pub horizon: Horizon,
     /// Each step of upkeep and how much it did ("idempotency keys aged past the retention": 41;
     /// "VACUUM FULL runs": 1). A step that did nothing leaves the cell not exercised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<FaultCount>,
 }
 
@@ -126,6 +145,34 @@ mod tests {
             Horizon::unbounded("primary key").words(),
             "none: unbounded (primary key)"
         );
+        let shorts: Vec<String> = [
+            keys(86_400),
+            window,
+            Horizon::unbounded("key"),
+            Horizon::NoDedupe,
+            Horizon::Unstated,
+        ]
+        .iter()
+        .map(Horizon::short)
+        .collect();
+        assert_eq!(
+            shorts,
+            ["24 h", "1000 writes", "none", "no dedupe", "not stated"]
+        );
+    }
+
+    #[test]
+    fn the_horizon_is_data_in_the_report() {
+        let upkeep = Upkeep::of(Horizon::Duration {
+            seconds: 86_400,
+            of: "idempotency keys".into(),
+        })
+        .did("keys aged", 41);
+        let json = serde_json::to_value(&upkeep).unwrap_or_default();
+        assert_eq!(json["horizon"]["kind"], "duration");
+        assert_eq!(json["horizon"]["seconds"], 86_400);
+        let back: Upkeep = serde_json::from_value(json).unwrap_or_else(|_| Upkeep::unstated());
+        assert_eq!(back, upkeep);
     }
 
     #[test]

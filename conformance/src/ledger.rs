@@ -106,6 +106,10 @@ pub struct Measured {
     /// Where the measurement disagrees with what the sink's claim implies (meter-readings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mismatches: Vec<String>,
+    /// The horizon the destination named and the upkeep it ran before the old batch came
+    /// again (replay-after-horizon only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upkeep: Option<crate::horizon::Upkeep>,
 }
 
 impl Ledger {
@@ -255,6 +259,7 @@ impl Ledger {
             corrupted,
             foreign,
             faults: Vec::new(),
+            upkeep: None,
             largest_batch: self.largest,
             notes: Vec::new(),
             meter: Vec::new(),

@@ -55,9 +55,11 @@ pub fn short_verdict(r: &ScenarioReport) -> String {
             }
             _ => format!("✗ {} repeat, claim broken", count(|m| m.visible_duplicates)),
         },
-        Verdict::Pass if count(|m| m.visible_duplicates) > 0 => {
-            format!("⚠ {} repeat", count(|m| m.visible_duplicates))
-        }
+        Verdict::Pass if count(|m| m.visible_duplicates) > 0 => match bounded_horizon(m) {
+            Some(h) => format!("⚠ {} repeat after {}", count(|m| m.visible_duplicates), h),
+            None => format!("⚠ {} repeat", count(|m| m.visible_duplicates)),
+        },
+        Verdict::Pass if bounded_horizon(m).is_some() => "✓ beyond horizon".to_owned(),
         Verdict::Pass if r.claim == Claim::OverwrittenInPlace => {
             "≈ overwritten in place".to_owned()
         }
@@ -79,6 +81,15 @@ pub fn short_verdict(r: &ScenarioReport) -> String {
     }
     text.push_str(&rejected);
     text
+}
+
+/// The horizon a replay-after-horizon cell went past, in short, where it has one (a count or
+/// a duration).
+fn bounded_horizon(m: Option<&crate::ledger::Measured>) -> Option<String> {
+    m.and_then(|m| m.upkeep.as_ref())
+        .map(|u| &u.horizon)
+        .filter(|h| h.is_bounded())
+        .map(crate::horizon::Horizon::short)
 }
 
 /// The class of a verdict, for colouring: `ok`, `overwrite`, `repeat`, `fail`, `na`.
@@ -176,5 +187,33 @@ mod tests {
         };
         let cell = short_verdict(&report(Claim::Repeats, Verdict::Pass, typical));
         assert!(cell.chars().count() <= 40, "{cell}");
+    }
+
+    #[test]
+    fn a_cell_beyond_a_bounded_horizon_says_so() {
+        use crate::horizon::{Horizon, Upkeep};
+        let after = |horizon: Horizon, visible_duplicates| Measured {
+            visible_duplicates,
+            upkeep: Some(Upkeep::of(horizon)),
+            ..Measured::default()
+        };
+        let day = || Horizon::Duration {
+            seconds: 86_400,
+            of: "idempotency keys".into(),
+        };
+        let cases = [
+            (after(day(), 100), "⚠ 100 repeat after 24 h"),
+            (after(day(), 0), "✓ beyond horizon"),
+            (after(Horizon::unbounded("key"), 0), "✓ no duplicate"),
+            (after(Horizon::NoDedupe, 100), "⚠ 100 repeat"),
+        ];
+        for (m, want) in cases {
+            let claim = if m.visible_duplicates > 0 {
+                Claim::Repeats
+            } else {
+                Claim::NoVisibleDuplicate
+            };
+            assert_eq!(short_verdict(&report(claim, Verdict::Pass, m)), want);
+        }
     }
 }

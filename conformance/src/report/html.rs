@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use super::cell::{LEGEND, kind};
 use super::judge::claim_words;
 use super::markdown::{
-    METER_INTRO, lost_by_sink, meter_figures, mode, ran, scenarios, serving_words, summary_cell,
-    verdict_words,
+    METER_INTRO, horizon_cell, horizon_of, lost_by_sink, meter_figures, mode, ran, scenarios,
+    serving_words, summary_cell, verdict_words,
 };
 use super::{Report, TargetReport, TargetStatus};
 
@@ -88,7 +88,7 @@ pub fn render_html(report: &Report) -> String {
     for s in &scenarios {
         let _ = write!(h, "<th>{}</th>", s.id());
     }
-    h.push_str("</tr>\n");
+    h.push_str("<th>horizon</th></tr>\n");
     for t in &report.targets {
         let _ = write!(
             h,
@@ -113,7 +113,13 @@ pub fn render_html(report: &Report) -> String {
                 esc(&summary_cell(t, *s))
             );
         }
-        h.push_str("</tr>\n");
+        let words = horizon_of(t).map_or_else(String::new, |u| u.horizon.words());
+        let _ = writeln!(
+            h,
+            "<td title=\"{}\">{}</td></tr>",
+            esc(&words),
+            esc(&horizon_cell(t))
+        );
     }
     h.push_str("</table>\n");
 

@@ -53,6 +53,24 @@ pub(super) fn summary_cell(t: &TargetReport, scenario: Scenario) -> String {
         .map_or_else(|| "not run".to_owned(), short_verdict)
 }
 
+/// The horizon a target named in its replay-after-horizon cell, in short (`—` where it has
+/// none: not verified, not run, or a cell measured before cells carried it).
+pub(super) fn horizon_cell(t: &TargetReport) -> String {
+    horizon_of(t).map_or_else(|| "—".to_owned(), |u| u.horizon.short())
+}
+
+/// The upkeep of a target's replay-after-horizon cell, with the horizon it named.
+pub(super) fn horizon_of(t: &TargetReport) -> Option<&crate::horizon::Upkeep> {
+    if t.status != TargetStatus::Verified {
+        return None;
+    }
+    t.scenarios
+        .iter()
+        .find(|r| r.scenario == Scenario::ReplayAfterHorizon)
+        .and_then(|r| r.measured.as_ref())
+        .and_then(|m| m.upkeep.as_ref())
+}
+
 /// The verdict in words, for the details.
 pub(super) fn verdict_words(v: &Verdict) -> String {
     match v {
@@ -151,14 +169,15 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = write!(header, " {} |", s.id());
         rule.push_str("---|");
     }
-    let _ = writeln!(md, "{header}\n{rule}");
+    let _ = writeln!(md, "{header} horizon |\n{rule}---|");
     for t in &report.targets {
         let _ = write!(md, "| {} | {} |", cell(&t.target), ran(t));
         for s in &scenarios {
             let _ = write!(md, " {} |", cell(&summary_cell(t, *s)));
         }
-        md.push('\n');
+        let _ = writeln!(md, " {} |", cell(&horizon_cell(t)));
     }
+    render_horizons(report, &mut md);
 
     let skipped = report.unverified();
     if !skipped.is_empty() {
@@ -193,6 +212,50 @@ pub fn render_markdown(report: &Report) -> String {
     }
     md
 }
+
+/// What each target's replay horizon is, what the suite did to go past it, and what an old
+/// batch replayed beyond it became.
+fn render_horizons(report: &Report, md: &mut String) {
+    let rows: Vec<(&TargetReport, &crate::horizon::Upkeep)> = report
+        .targets
+        .iter()
+        .filter_map(|t| horizon_of(t).map(|u| (t, u)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n## Replay horizon\n");
+    let _ = writeln!(md, "{HORIZON_INTRO}\n");
+    let _ = writeln!(
+        md,
+        "| target | horizon | upkeep before the replay | the old batch replayed |\n|---|---|---|---|"
+    );
+    for (t, upkeep) in rows {
+        let done = if upkeep.done.is_empty() {
+            "none on demand".to_owned()
+        } else {
+            let steps: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
+            steps.join(", ")
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            cell(&t.target),
+            cell(&upkeep.horizon.words()),
+            cell(&done),
+            cell(&summary_cell(t, Scenario::ReplayAfterHorizon))
+        );
+    }
+}
+
+/// What the replay-horizon section says before its table.
+pub(super) const HORIZON_INTRO: &str = "How far back each destination still recognises a \
+replay (a consumer group reset to an old offset, a recovery replay from a backup topic). \
+Scenario `replay-after-horizon` delivers a batch of 100 records, then 20 000 later records on the \
+same partition in 40 writes, runs the destination's own upkeep, and hands the old batch to a new \
+sink instance again. A horizon of *none* means the mechanism recognises the replay as long as \
+the destination holds what it replays; a count or a duration is where recognition ends, and the \
+last column shows what a replay past it left.";
 
 fn render_meter(report: &Report, md: &mut String) {
     use crate::meter::DeliveryMode::{AtLeastOnce, AtMostOnce, Keyed};

@@ -45,17 +45,16 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         .await
         .map_err(|e| ScenarioError::Failed(format!("going past the horizon: {e}")))?;
     let done: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
-    for step in upkeep.done {
-        ctx.fault(step.fault, step.count);
+    for step in &upkeep.done {
+        ctx.fault(step.fault.clone(), step.count);
     }
+    ctx.upkeep = Some(upkeep);
 
     let sink = ctx.new_sink().await?.sink;
     let mut driver = ctx.driver_for(sink.clone());
     let delivered = ctx.deliver(&mut driver, &old).await?;
     ctx.exact_replay_reported(sink.as_ref(), &old, &delivered.outcome);
     ctx.fault(REPLAYED, old.len() as u64);
-    ctx.notes
-        .push(format!("horizon: {}", upkeep.horizon.words()));
     ctx.notes.push(format!(
         "replay of {} after {later} later records and the destination's upkeep ({}) reported \
          {} written, {} already present",

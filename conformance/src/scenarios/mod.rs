@@ -103,6 +103,8 @@ pub struct Ctx<'a> {
     pub size: SuiteSize,
     /// The scenario being run.
     pub scenario: Scenario,
+    /// What the destination did to go past its replay horizon (replay-after-horizon).
+    pub upkeep: Option<crate::horizon::Upkeep>,
 }
 
 /// The topic every scenario writes unless it says otherwise.
@@ -409,6 +411,7 @@ pub async fn run(
         faults: Vec::new(),
         size,
         scenario,
+        upkeep: None,
     };
     let mut measured = match scenario {
         // The workload reads back and compares per delivery mode itself.
@@ -420,6 +423,7 @@ pub async fn run(
             measured.notes = ctx.notes;
             measured.notes.extend(back.notes);
             measured.faults = ctx.faults;
+            measured.upkeep = ctx.upkeep;
             measured
         }
     };
