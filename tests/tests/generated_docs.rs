@@ -118,6 +118,7 @@ fn every_sink_readme_quotes_its_generated_verdicts() {
             "## What the destination holds",
             "## Runtime",
             "## What a replay becomes",
+            "## Replay horizon",
             "## What it refuses",
             "## Example",
         ] {

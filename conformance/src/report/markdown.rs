@@ -231,21 +231,25 @@ fn render_horizons(report: &Report, md: &mut String) {
         "| target | horizon | upkeep before the replay | the old batch replayed |\n|---|---|---|---|"
     );
     for (t, upkeep) in rows {
-        let done = if upkeep.done.is_empty() {
-            "none on demand".to_owned()
-        } else {
-            let steps: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
-            steps.join(", ")
-        };
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} |",
             cell(&t.target),
             cell(&upkeep.horizon.words()),
-            cell(&done),
+            cell(&upkeep_words(upkeep)),
             cell(&summary_cell(t, Scenario::ReplayAfterHorizon))
         );
     }
+}
+
+/// The upkeep steps in words ("1 checkpoints written, 45 log files removed …"), or that the
+/// destination has none to run on demand.
+fn upkeep_words(upkeep: &crate::horizon::Upkeep) -> String {
+    if upkeep.done.is_empty() {
+        return "none on demand".to_owned();
+    }
+    let steps: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
+    steps.join(", ")
 }
 
 /// What the replay-horizon section says before its table.
@@ -410,6 +414,15 @@ pub fn render_crate_verdicts(report: &Report, sink_crate: &str) -> String {
                     "- `{}`: {} {}, {}.",
                     t.target, s.name, s.version, t.date
                 );
+                if let Some(upkeep) = horizon_of(t) {
+                    let _ = writeln!(
+                        notes,
+                        "- `{}` replay horizon: {}; upkeep before the old batch came again: {}.",
+                        t.target,
+                        upkeep.horizon.words(),
+                        upkeep_words(upkeep)
+                    );
+                }
             }
             _ => {}
         }
