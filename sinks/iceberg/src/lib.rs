@@ -15,6 +15,11 @@
 //!   the failure that loses offsets in connectors which keep each partition's offset only in
 //!   the snapshot that wrote it. The map grows with the number of partitions written, in every
 //!   snapshot summary.
+//! * **Also a table property**: the same commit sets the table property `pico.watermarks` to
+//!   the same map. Another engine's snapshots on top of the sink's, followed by an expiry that
+//!   keeps only the newest, leave no summary with the map; the property is read then, so the
+//!   replay is still recognised (measured by the conformance scenario
+//!   `replay-after-horizon`, which does exactly that).
 //! * **No rebase**: iceberg-rust's `Transaction::commit` reloads the table and re-applies an
 //!   append onto whatever is current, which would append a batch another writer already
 //!   committed. The sink commits through a catalog view that pins the table it read the

@@ -341,9 +341,20 @@ impl Sink for IcebergSink {
                 .fast_append()
                 .with_check_duplicate(false)
                 .add_data_files(files)
-                .set_snapshot_properties(HashMap::from([(WATERMARK_PROPERTY.to_owned(), text)]))
+                .set_snapshot_properties(HashMap::from([(
+                    WATERMARK_PROPERTY.to_owned(),
+                    text.clone(),
+                )]))
                 .apply(tx)
                 .map_err(|e| classify(e, "preparing the append"))?;
+            // The same map as a table property, in the same commit: snapshots expire (another
+            // engine's may sit on top of the sink's, and expiry keeps only the newest), table
+            // properties do not.
+            let tx = tx
+                .update_table_properties()
+                .set(WATERMARK_PROPERTY.to_owned(), text)
+                .apply(tx)
+                .map_err(|e| classify(e, "preparing the watermark property"))?;
             let pinned = PinnedCatalog::new(self.catalog.clone(), table);
             match tx.commit(&pinned).await {
                 Ok(committed) => {
@@ -381,8 +392,9 @@ impl Sink for IcebergSink {
         Description::new(
             "iceberg",
             "fast-append snapshot per batch whose summary carries every partition's offset \
-             watermark (pico.watermarks, carried forward); offsets at or below it skipped; commits \
-             pinned to the snapshot the watermark was read from, re-read after a conflict",
+             watermark (pico.watermarks, carried forward; also a table property, set in the same \
+             commit); offsets at or below it skipped; commits pinned to the snapshot the \
+             watermark was read from, re-read after a conflict",
             Claim::NoVisibleDuplicate,
         )
         .telling_already_present()
@@ -633,6 +645,46 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(contents.rows.len(), 105);
+    }
+
+    /// Another engine's snapshot on top of the sink's, then an expiry keeping only the current
+    /// snapshot: no summary left carries a watermark, and the table property the sink writes in
+    /// the same commits still recognises the replay (before it, the replay was appended again).
+    #[tokio::test]
+    async fn a_replay_is_recognised_after_another_engines_commit_and_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
+        sink.open().await.unwrap();
+        for n in 0..3 {
+            sink.consume(&batch(n * 10, n * 10 + 9)).await.unwrap();
+        }
+        let table = sink.load().await.unwrap();
+        let tx = Transaction::new(&table);
+        let tx = tx
+            .fast_append()
+            .set_snapshot_properties(HashMap::from([("engine".to_owned(), "other".to_owned())]))
+            .apply(tx)
+            .unwrap();
+        let table = tx.commit(sink.catalog.as_ref()).await.unwrap();
+        let expired = sink.expire(&table, 1).await.unwrap();
+        let left: Vec<bool> = expired
+            .metadata()
+            .snapshots()
+            .map(|s| {
+                s.summary()
+                    .additional_properties
+                    .contains_key(WATERMARK_PROPERTY)
+            })
+            .collect();
+        assert_eq!(left, [false], "only the other engine's snapshot is left");
+
+        let restarted = local_sink(dir.path(), IcebergSinkConfig::new("ns", "t")).await;
+        let replay = restarted.consume(&batch(0, 9)).await.unwrap();
+        assert_eq!((replay.written, replay.already_present), (0, 10));
+        let contents = crate::read_table(restarted.catalog.as_ref(), &restarted.ident)
+            .await
+            .unwrap();
+        assert_eq!(contents.rows.len(), 30, "every record once");
     }
 
     /// A partition above i32::MAX is stored as it is (a `long`, as in Delta), not wrapped.

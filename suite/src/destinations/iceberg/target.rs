@@ -278,9 +278,10 @@ impl Destination for IcebergDestination {
         })
     }
 
-    /// The table's own upkeep: expire every snapshot but the current one (metadata only, as
-    /// iceberg-rust's `expire_snapshots` does). The sink reads its watermarks from the current
-    /// snapshot's summary, which carries every partition's forward.
+    /// The table's upkeep as a lakehouse runs it: another engine commits a snapshot of its own
+    /// (a compaction or a second writer: it carries no `pico.watermarks`), then every snapshot
+    /// but the current one is expired (iceberg-rust's `expire_snapshots`, metadata only), so
+    /// none of the sink's own snapshots is left.
     async fn pass_horizon(&self, isolation: &str) -> Result<Upkeep, String> {
         use pico_sink_iceberg::iceberg::transaction::{ApplyTransactionAction, Transaction};
         let catalog = self.catalog(None).await?;
@@ -289,6 +290,19 @@ impl Destination for IcebergDestination {
             .load_table(&ident)
             .await
             .map_err(|e| e.to_string())?;
+        let tx = Transaction::new(&loaded);
+        let tx = tx
+            .fast_append()
+            .set_snapshot_properties(HashMap::from([(
+                "engine".to_owned(),
+                "another engine's maintenance commit".to_owned(),
+            )]))
+            .apply(tx)
+            .map_err(|e| format!("another engine's commit: {e}"))?;
+        let loaded = tx
+            .commit(catalog.as_ref())
+            .await
+            .map_err(|e| format!("committing another engine's snapshot: {e}"))?;
         let before = loaded.metadata().snapshots().count();
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -307,8 +321,9 @@ impl Destination for IcebergDestination {
             .map_err(|e| format!("committing the expiry: {e}"))?;
         let after = expired.metadata().snapshots().count();
         Ok(Upkeep::of(Horizon::unbounded(
-            "pico.watermarks carried forward in every snapshot summary: the current one holds them",
+            "pico.watermarks in every snapshot summary and as a table property, set in each commit",
         ))
+        .did("snapshots committed by another engine", 1)
         .did("snapshots expired", before.saturating_sub(after) as u64))
     }
 
