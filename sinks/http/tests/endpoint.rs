@@ -205,3 +205,46 @@ fn misconfiguration_is_fatal_with_what_to_change() {
         }
     }
 }
+
+/// The endpoint forgets an answered key after its retention, by the real clock or by
+/// `age_keys`: a replay within the retention is answered from the key, one past it is stored
+/// again (what conformance's replay-after-horizon measures as the HTTP sink's horizon).
+#[tokio::test]
+async fn a_replay_past_the_endpoints_key_retention_is_stored_again() {
+    let b = batch(0, 10);
+    let deliver = |url: String| {
+        let b = b.clone();
+        async move {
+            HttpSink::new(HttpSinkConfig::new(url))
+                .unwrap()
+                .consume(&b)
+                .await
+                .unwrap();
+        }
+    };
+
+    // Aged by the key clock: one second short of the retention still answers from the key.
+    let ep = endpoint(KeyPolicy::Honour).await;
+    deliver(ep.ingest_url()).await;
+    let retention = pico_http_endpoint::KEY_RETENTION;
+    assert_eq!(ep.age_keys(retention - Duration::from_secs(1)), 0);
+    deliver(ep.ingest_url()).await;
+    assert_eq!(offsets(&ep).len(), 10, "a replay within the retention");
+    assert_eq!(ep.age_keys(Duration::from_secs(1)), 1, "the key ages out");
+    deliver(ep.ingest_url()).await;
+    assert_eq!(offsets(&ep).len(), 20, "a replay past the retention");
+    let stats = ep.stats();
+    assert_eq!((stats.replayed, stats.keys_expired), (1, 1));
+
+    // By the real clock, with a short retention.
+    let mut config = EndpointConfig::new(KeyPolicy::Honour);
+    config.key_retention = Duration::from_millis(200);
+    let ep = Endpoint::start(config).await.unwrap();
+    deliver(ep.ingest_url()).await;
+    deliver(ep.ingest_url()).await;
+    assert_eq!(offsets(&ep).len(), 10);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    deliver(ep.ingest_url()).await;
+    assert_eq!(offsets(&ep).len(), 20);
+    assert_eq!(ep.stats().keys_expired, 1);
+}
