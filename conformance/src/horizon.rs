@@ -114,6 +114,16 @@ impl Upkeep {
         }
     }
 
+    /// The steps in words ("1 checkpoints written, 45 log files removed by log cleanup"), or
+    /// that the destination has none to run on demand.
+    pub fn steps_words(&self) -> String {
+        if self.done.is_empty() {
+            return "none on demand".to_owned();
+        }
+        let steps: Vec<String> = self.done.iter().map(FaultCount::words).collect();
+        steps.join(", ")
+    }
+
     /// The same, with one more step that happened `count` times.
     pub fn did(mut self, step: impl Into<String>, count: u64) -> Self {
         self.done.push(FaultCount::new(step, count));

@@ -236,20 +236,10 @@ fn render_horizons(report: &Report, md: &mut String) {
             "| {} | {} | {} | {} |",
             cell(&t.target),
             cell(&upkeep.horizon.words()),
-            cell(&upkeep_words(upkeep)),
+            cell(&upkeep.steps_words()),
             cell(&summary_cell(t, Scenario::ReplayAfterHorizon))
         );
     }
-}
-
-/// The upkeep steps in words ("1 checkpoints written, 45 log files removed …"), or that the
-/// destination has none to run on demand.
-fn upkeep_words(upkeep: &crate::horizon::Upkeep) -> String {
-    if upkeep.done.is_empty() {
-        return "none on demand".to_owned();
-    }
-    let steps: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
-    steps.join(", ")
 }
 
 /// What the replay-horizon section says before its table.
@@ -420,7 +410,7 @@ pub fn render_crate_verdicts(report: &Report, sink_crate: &str) -> String {
                         "- `{}` replay horizon: {}; upkeep before the old batch came again: {}.",
                         t.target,
                         upkeep.horizon.words(),
-                        upkeep_words(upkeep)
+                        upkeep.steps_words()
                     );
                 }
             }

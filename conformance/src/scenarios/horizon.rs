@@ -44,7 +44,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         .pass_horizon(&ctx.isolation)
         .await
         .map_err(|e| ScenarioError::Failed(format!("going past the horizon: {e}")))?;
-    let done: Vec<String> = upkeep.done.iter().map(|d| d.words()).collect();
+    let done = upkeep.steps_words();
     for step in &upkeep.done {
         ctx.fault(step.fault.clone(), step.count);
     }
@@ -59,11 +59,7 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         "replay of {} after {later} later records and the destination's upkeep ({}) reported \
          {} written, {} already present",
         old.id(),
-        if done.is_empty() {
-            "none".to_owned()
-        } else {
-            done.join(", ")
-        },
+        done,
         delivered.outcome.written,
         delivered.outcome.already_present
     ));

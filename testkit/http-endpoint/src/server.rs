@@ -282,7 +282,7 @@ async fn ingest(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -
             );
         };
         let mut inner = shared.lock();
-        inner.expire_keys(shared.config.key_retention);
+        inner.expire_key(key, shared.config.key_retention);
         match inner.keys.get(key).cloned() {
             Some(entry) if entry.fingerprint() != &fingerprint => {
                 inner.stats.key_mismatches += 1;

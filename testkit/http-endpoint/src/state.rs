@@ -65,17 +65,33 @@ pub(crate) struct Inner {
     pub aged: Duration,
 }
 
+/// Whether `entry` is an answered key older than `retention` on a key clock `aged` ahead.
+fn expired(entry: &KeyEntry, aged: Duration, retention: Duration) -> bool {
+    matches!(entry, KeyEntry::Done { at, .. } if at.elapsed() + aged >= retention)
+}
+
 impl Inner {
-    /// Forgets the answered keys older than `retention` on the key clock; how many.
+    /// Forgets every answered key older than `retention` on the key clock; how many.
     pub fn expire_keys(&mut self, retention: Duration) -> u64 {
         let aged = self.aged;
         let before = self.keys.len();
-        self.keys.retain(|_, entry| match entry {
-            KeyEntry::Done { at, .. } => at.elapsed() + aged < retention,
-            KeyEntry::InFlight { .. } => true,
-        });
-        let expired = (before - self.keys.len()) as u64;
-        self.stats.keys_expired += expired;
-        expired
+        self.keys
+            .retain(|_, entry| !expired(entry, aged, retention));
+        let forgotten = (before - self.keys.len()) as u64;
+        self.stats.keys_expired += forgotten;
+        forgotten
+    }
+
+    /// Forgets `key` if it is an answered key older than `retention` on the key clock (a
+    /// request looks up only its own key, so only that one is checked).
+    pub fn expire_key(&mut self, key: &str, retention: Duration) {
+        if self
+            .keys
+            .get(key)
+            .is_some_and(|entry| expired(entry, self.aged, retention))
+        {
+            self.keys.remove(key);
+            self.stats.keys_expired += 1;
+        }
     }
 }
