@@ -17,21 +17,19 @@
 //! from the system: older system builds (Debian's 2.0.2) fail the handshake with some
 //! Kafka-compatible brokers.
 
-pub mod chaos;
+//! What is not Kafka's (batch forming, the in-flight tracker, riding out an outage, metrics,
+//! probes, logging, the `[sink]` section) is [`pico_runtime`]'s, shared with the other
+//! runtimes; its modules are re-exported here under their old paths.
+
 pub mod config;
-mod endpoint;
-mod fence;
-mod health;
-pub mod logging;
-mod metered;
-pub mod metrics;
-#[cfg(feature = "mutants")]
-pub mod mutants;
-mod outage;
-mod pending;
 pub mod runtime;
-pub mod sinks;
-pub mod tracker;
+
+#[cfg(feature = "mutants")]
+pub use pico_runtime::mutants;
+pub use pico_runtime::{chaos, logging, metrics, sinks, tracker};
 
 pub use config::Pipeline;
 pub use runtime::{Exit, run};
+
+/// The prefix of every metric pico-kafka serves: `pico_kafka_records_read_total`, …
+pub const METRICS_PREFIX: &str = "pico_kafka";

@@ -36,15 +36,13 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{
-    Batch, DeadLetter, Delivered, Driver, DriverError, DriverHooks, Record, Sink, error_chain,
-};
+use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, Record, Sink};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -58,47 +56,26 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, error, info, warn};
 
-use crate::config::{BatchLimits, DeadLetterSettings, Pipeline};
-use crate::endpoint::Endpoint;
-use crate::fence::CommitFence;
-use crate::health::Health;
-use crate::logging::batch_span;
-use crate::metered::Metered;
-use crate::metrics::{Metrics, PartitionMeter};
-use crate::outage::{Outage, open_through_outage};
-use crate::pending::{Pending, record_bytes};
-use crate::tracker::Progress;
+pub use pico_runtime::Exit;
+use pico_runtime::dead_letter::origin_headers;
+use pico_runtime::endpoint::Endpoint;
+use pico_runtime::exit::panic_message;
+use pico_runtime::fence::CommitFence;
+use pico_runtime::health::Health;
+use pico_runtime::lock;
+use pico_runtime::logging::batch_span;
+use pico_runtime::metered::Metered;
+use pico_runtime::metrics::{Metrics, PartitionMeter};
+use pico_runtime::outage::{deliver_through_outage, open_through_outage};
+use pico_runtime::pending::{Pending, record_bytes};
+use pico_runtime::settings::BatchLimits;
+use pico_runtime::tracker::Progress;
+
+use crate::METRICS_PREFIX;
+use crate::config::{DeadLetterSettings, Pipeline};
 
 /// A topic and partition.
 type Tp = (String, i32);
-
-/// How [`run`] ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
-    /// Shut down on request: everything read was delivered and committed.
-    Drained,
-    /// A batch kept failing past `retry.max_retry_duration_ms` (or while a drain was
-    /// requested), its commit hook failed, or a partition's worker panicked (the text names the
-    /// partition and the panic): restart to resume from the committed offset. Exit code 2.
-    GaveUp(String),
-    /// The sink reported misconfiguration: fix it, then restart. Exit code 3.
-    Fatal(String),
-    /// Records were refused and there is no dead-letter topic (or producing to it failed):
-    /// nothing was committed past them. Exit code 4.
-    Refused(String),
-}
-
-impl Exit {
-    /// The process exit code for this end.
-    pub fn code(&self) -> i32 {
-        match self {
-            Exit::Drained => 0,
-            Exit::GaveUp(_) => 2,
-            Exit::Fatal(_) => 3,
-            Exit::Refused(_) => 4,
-        }
-    }
-}
 
 /// Why the runtime could not start.
 #[derive(Debug, thiserror::Error)]
@@ -132,11 +109,6 @@ struct Shared {
     revoked: Mutex<Vec<Tp>>,
     /// A drain was requested: a batch whose round of attempts failed is not delivered again.
     draining: AtomicBool,
-}
-
-/// The guarded value, even if a holder panicked (the state stays usable for the drain).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The consumer's context: rebalance callbacks, and librdkafka's statistics (the lag).
@@ -258,7 +230,7 @@ struct WorkerKit {
     health: Arc<Health>,
     /// The crash suite's control, if this build has them and the pipeline file names one.
     #[cfg(feature = "mutants")]
-    mutant: Option<crate::mutants::Mutant>,
+    mutant: Option<pico_runtime::mutants::Mutant>,
 }
 
 /// The driver's hooks for one partition: commit through the tracker, dead letters to the
@@ -358,14 +330,7 @@ impl DriverHooks for PartitionHooks {
                     value: Some(h.value.as_ref()),
                 });
             }
-            let origin = [
-                ("pico.dlq.reason", letter.reason.clone()),
-                ("pico.dlq.topic", r.id.topic.to_string()),
-                ("pico.dlq.partition", r.id.partition.to_string()),
-                ("pico.dlq.offset", r.id.offset.to_string()),
-                ("pico.dlq.may_be_stored", letter.may_be_stored.to_string()),
-            ];
-            for (key, value) in &origin {
+            for (key, value) in &origin_headers(letter) {
                 headers = headers.insert(Header {
                     key,
                     value: Some(value.as_str()),
@@ -417,7 +382,14 @@ async fn work(
         // offsets, the lines below about its end too.
         let span = batch_span(&batch);
         let delivery = AssertUnwindSafe(
-            deliver_through_outage(&mut driver, &batch, &mut hooks, &kit).instrument(span.clone()),
+            deliver_through_outage(
+                &mut driver,
+                &batch,
+                &mut hooks,
+                kit.max_retry_duration,
+                &kit.shared.draining,
+            )
+            .instrument(span.clone()),
         )
         .catch_unwind()
         .await;
@@ -461,56 +433,6 @@ async fn work(
             }
         }
     }
-}
-
-/// Delivers one batch and rides out a destination outage: when every attempt of a round failed
-/// with `Retryable`, the partition waits the longest backoff (with jitter, or the destination's
-/// `Retry-After`) and delivers the same batch again. The process keeps its partitions and goes
-/// on polling, so the group does not rebalance; the batches behind this one wait in its buffer,
-/// which pauses fetching at its bound ([`BatchLimits::pause_at`]). It gives up (the driver's error) once
-/// `retry.max_retry_duration_ms` passed since the first failed round, or when a drain was
-/// requested.
-async fn deliver_through_outage(
-    driver: &mut Driver<Arc<dyn Sink>>,
-    batch: &Batch,
-    hooks: &mut PartitionHooks,
-    kit: &WorkerKit,
-) -> Result<Delivered, DriverError> {
-    let mut outage: Option<Outage> = None;
-    loop {
-        let delivered = driver.deliver(batch, hooks).await;
-        let (made, last) = match delivered {
-            Err(DriverError::GaveUp { attempts, last }) => (attempts, last),
-            _ => {
-                if let (Ok(_), Some(o)) = (&delivered, &outage) {
-                    info!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), "destination back: batch delivered");
-                }
-                return delivered;
-            }
-        };
-        let o = Outage::round_failed(&mut outage, made, kit.max_retry_duration);
-        let over = o.past_limit();
-        if over || kit.shared.draining.load(Ordering::SeqCst) {
-            error!(batch = %batch.id(), attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
-            return Err(DriverError::GaveUp {
-                attempts: o.attempts(),
-                last,
-            });
-        }
-        let wait = Outage::wait(&kit.policy, &last);
-        warn!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), ?wait, error = %error_chain(&last), "destination unavailable: the partition keeps the batch and delivers it again after the wait");
-        tokio::time::sleep(wait).await;
-        driver.reset();
-    }
-}
-
-/// The text of a panic's payload (`panic!` gives a `&str` or a `String`).
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// The consumer's properties.
@@ -559,7 +481,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit, StartError> {
     tokio::pin!(shutdown);
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(METRICS_PREFIX));
     let probes = pipeline.metrics.clone().unwrap_or_default();
     let health = Arc::new(Health::new(
         Duration::from_millis(probes.unready_after_ms),
@@ -569,7 +491,7 @@ pub async fn run(
     // `run` returns, whichever way.
     let _endpoint: Option<Endpoint> = match &pipeline.metrics {
         Some(m) => Some(
-            crate::endpoint::serve(m.listen, metrics.clone(), health.clone())
+            pico_runtime::endpoint::serve(m.listen, metrics.clone(), health.clone())
                 .await
                 .map_err(|source| StartError::Metrics {
                     address: m.listen,
@@ -678,7 +600,7 @@ pub async fn run(
                             meters.insert(tp.clone(), meter);
                         }
                     }
-                    let buffer = pending.entry(tp.clone()).or_insert_with(Pending::new);
+                    let buffer = pending.entry(tp.clone()).or_default();
                     buffer.push(record);
                     if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
                         flush(&tp, &mut pending, &kit, &batch, false);

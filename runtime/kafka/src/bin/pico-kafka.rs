@@ -6,12 +6,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pico_kafka::chaos::{HoldAfterWrite, PanicOnce};
 use pico_kafka::{Exit, Pipeline};
-use pico_sink::Sink;
+use pico_runtime::assemble::build_sink;
+use pico_runtime::signals::shutdown_signal;
 use tracing::{error, info};
 
 #[derive(Parser)]
@@ -37,60 +36,6 @@ enum Command {
         /// The pipeline file (TOML).
         pipeline: PathBuf,
     },
-}
-
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
-    }
-    info!("signal received");
-}
-
-async fn build(pipeline: &Pipeline) -> Result<Arc<dyn Sink>, String> {
-    let chaos = &pipeline.chaos;
-    let sink = pipeline.sink.build().await.map_err(|e| e.to_string())?;
-    #[cfg(feature = "mutants")]
-    if let Some(mutant) = chaos.mutant {
-        tracing::warn!(
-            ?mutant,
-            "a mutant runtime: it breaks the at-least-once contract on purpose"
-        );
-    }
-    #[cfg(feature = "mutants")]
-    let sink: Arc<dyn Sink> = match chaos.mutant {
-        Some(pico_kafka::mutants::Mutant::AckBeforeDurable) => {
-            Arc::new(pico_kafka::mutants::AckBeforeDurable::new(sink))
-        }
-        Some(pico_kafka::mutants::Mutant::ReplaysAsWritten) => {
-            Arc::new(pico_kafka::mutants::ReplaysAsWritten::new(sink))
-        }
-        _ => sink,
-    };
-    let sink: Arc<dyn Sink> = match &chaos.written_file {
-        Some(file) => Arc::new(HoldAfterWrite::new(
-            sink,
-            file,
-            std::time::Duration::from_millis(chaos.hold_after_write_ms),
-        )),
-        None => sink,
-    };
-    Ok(match &chaos.panic_once_file {
-        Some(marker) => Arc::new(PanicOnce::new(
-            sink,
-            marker,
-            std::time::Duration::from_millis(chaos.panic_hold_ms),
-        )),
-        None => sink,
-    })
 }
 
 fn main() -> ExitCode {
@@ -123,7 +68,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let sink = match runtime.block_on(build(&pipeline)) {
+    let sink = match runtime.block_on(build_sink(&pipeline.sink, &pipeline.chaos)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use pico_conformance::target::ServerInfo;
-use pico_kafka::config::BatchLimits;
+use pico_kafka::config::{BatchLimits, PREFETCH_QUEUE_BYTES};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::report::goals::{END_TO_END_PER_SLOWER, END_TO_END_SINKS};
@@ -72,7 +72,7 @@ impl EndToEndRow {
             max_bytes: usize::try_from(self.max_bytes).unwrap_or(usize::MAX),
             linger_ms: self.linger_ms,
         }
-        .payload_bound(self.partitions as usize) as u64
+        .payload_bound(self.partitions as usize, PREFETCH_QUEUE_BYTES) as u64
     }
 
     /// pico-kafka's steady rate as a share of [`EndToEndRow::slower_per_s`].

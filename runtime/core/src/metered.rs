@@ -12,14 +12,15 @@ use crate::health::Health;
 use crate::metrics::{Metrics, error_kind};
 
 /// A sink whose calls are counted.
-pub(crate) struct Metered {
+pub struct Metered {
     sink: Arc<dyn Sink>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
 }
 
 impl Metered {
-    pub(crate) fn new(sink: Arc<dyn Sink>, metrics: Arc<Metrics>, health: Arc<Health>) -> Self {
+    /// `sink`, each call counted into `metrics` and its answer reported to `health`.
+    pub fn new(sink: Arc<dyn Sink>, metrics: Arc<Metrics>, health: Arc<Health>) -> Self {
         Self {
             sink,
             metrics,

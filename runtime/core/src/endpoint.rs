@@ -2,7 +2,7 @@
 //! the [`Metrics`] in the OpenMetrics text format, `GET /health` and `GET /ready` the
 //! [`Health`] probes (200 or 503, the reason in the body). It runs only when the pipeline file
 //! has a `[metrics]` section, on loopback unless the section names another address, and stops
-//! when [`crate::run`] returns.
+//! when the runtime's run returns (the [`Endpoint`] is dropped).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ struct Served {
 }
 
 /// The running listener; dropping it stops it.
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     task: JoinHandle<()>,
 }
 
@@ -40,7 +40,7 @@ impl Drop for Endpoint {
 
 /// Binds `address` and serves `metrics` and `health` there until the returned [`Endpoint`] is
 /// dropped.
-pub(crate) async fn serve(
+pub async fn serve(
     address: SocketAddr,
     metrics: Arc<Metrics>,
     health: Arc<Health>,

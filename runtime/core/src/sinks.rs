@@ -230,7 +230,7 @@ fn not_readable(kind: &str) -> String {
             feature: Some(feature),
             ..
         }) => format!(
-            "sink kind \"{kind}\" is not in this build of pico-kafka: rebuild it with \
+            "sink kind \"{kind}\" is not in this build of the runtime: rebuild it with \
              --features {feature} (or with the default features, which carry every sink)"
         ),
         _ => format!(

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 /// One partition's fence, shared by its worker (which commits through it) and the revoke
 /// callback (which closes it).
 #[derive(Debug, Default)]
-pub(crate) struct CommitFence {
+pub struct CommitFence {
     /// Set once the partition is revoked: no commit starts afterwards.
     closed: AtomicBool,
     /// Held by the commit running through the fence.
@@ -26,7 +26,7 @@ impl CommitFence {
 
     /// Runs `commit` unless the fence is closed (then `None`), holding the fence meanwhile: a
     /// [`Self::close`] waits until it returns. Blocks: call it from a blocking thread.
-    pub(crate) fn run<R>(&self, commit: impl FnOnce() -> R) -> Option<R> {
+    pub fn run<R>(&self, commit: impl FnOnce() -> R) -> Option<R> {
         let running = self.hold();
         if self.closed.load(Ordering::SeqCst) {
             return None;
@@ -38,13 +38,13 @@ impl CommitFence {
 
     /// Closes the fence at once: no commit starts through it afterwards. The one running (if
     /// any) goes on: [`Self::close`] waits for it.
-    pub(crate) fn refuse(&self) {
+    pub fn refuse(&self) {
         self.closed.store(true, Ordering::SeqCst);
     }
 
     /// Closes the fence once the commit running through it (if any) returned; no commit starts
     /// through it afterwards.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.refuse();
         drop(self.hold());
     }

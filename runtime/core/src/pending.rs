@@ -5,24 +5,31 @@ use std::time::Instant;
 
 use pico_sink::{Batch, Record};
 
-use crate::config::BatchLimits;
+use crate::settings::BatchLimits;
 
 /// A partition's records read and not yet handed to its worker.
-pub(crate) struct Pending {
+pub struct Pending {
     /// The records, in offset order.
-    pub(crate) records: Vec<Record>,
+    pub records: Vec<Record>,
     /// Their payload bytes ([`record_bytes`]).
-    pub(crate) bytes: usize,
+    pub bytes: usize,
     /// Since when the oldest of them waits.
-    pub(crate) since: Instant,
+    pub since: Instant,
     /// Whether the partition is paused at the broker.
-    pub(crate) paused: bool,
+    pub paused: bool,
     /// A batch could not be formed: nothing more is cut.
     stopped: bool,
 }
 
+impl Default for Pending {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Pending {
-    pub(crate) fn new() -> Self {
+    /// An empty buffer, its linger clock started now.
+    pub fn new() -> Self {
         Self {
             records: Vec::new(),
             bytes: 0,
@@ -33,7 +40,7 @@ impl Pending {
     }
 
     /// Appends a record read from the partition.
-    pub(crate) fn push(&mut self, record: Record) {
+    pub fn push(&mut self, record: Record) {
         if self.records.is_empty() {
             self.since = Instant::now();
         }
@@ -46,11 +53,7 @@ impl Pending {
     /// linger, or `whole` asks for it; else `None`. A batch that cannot be formed is an error,
     /// after which the buffer cuts nothing more: no later record of the partition is handed on
     /// (and committed) past the ones that failed.
-    pub(crate) fn cut(
-        &mut self,
-        limits: &BatchLimits,
-        whole: bool,
-    ) -> Result<Option<Batch>, String> {
+    pub fn cut(&mut self, limits: &BatchLimits, whole: bool) -> Result<Option<Batch>, String> {
         if self.stopped {
             return Ok(None);
         }
@@ -91,7 +94,8 @@ impl Pending {
     }
 }
 
-pub(crate) fn record_bytes(r: &Record) -> usize {
+/// A record's payload bytes, as batches are limited by: its value and its key.
+pub fn record_bytes(r: &Record) -> usize {
     r.value.len() + r.key.as_ref().map_or(0, |k| k.len())
 }
 
@@ -103,7 +107,7 @@ mod tests {
     use pico_sink::identity::RecordId;
 
     use super::Pending;
-    use crate::config::BatchLimits;
+    use crate::settings::BatchLimits;
 
     fn record(offset: u64) -> Record {
         Record::new(RecordId::new("t", 1, offset), "{}")

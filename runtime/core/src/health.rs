@@ -1,5 +1,5 @@
-//! Whether pico-kafka is alive and whether it is ready, for a supervisor's or an orchestrator's
-//! probes (`/health` and `/ready` beside `/metrics`, [`crate::config::MetricsSettings`]).
+//! Whether a runtime is alive and whether it is ready, for a supervisor's or an orchestrator's
+//! probes (`/health` and `/ready` beside `/metrics`, [`crate::settings::MetricsSettings`]).
 //!
 //! * **Live** while the consumer loop keeps turning (it polls the broker, hands batches on and
 //!   ticks at least every linger), or while a requested drain runs: a loop that has not turned
@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::runtime::lock;
+use crate::lock;
 
 /// A run of failures: since when, how many, and the kind of the last one.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +29,7 @@ struct Failing {
 /// The state the probes read, moved by the consumer loop, the workers, the sink's calls and the
 /// rebalance callbacks.
 #[derive(Debug)]
-pub(crate) struct Health {
+pub struct Health {
     started: Instant,
     unready_after: Duration,
     stalled_after: Duration,
@@ -49,7 +49,7 @@ fn secs(d: Duration) -> String {
 
 impl Health {
     /// Nothing open, nothing held, the loop turning as of now.
-    pub(crate) fn new(unready_after: Duration, stalled_after: Duration) -> Self {
+    pub fn new(unready_after: Duration, stalled_after: Duration) -> Self {
         Self {
             started: Instant::now(),
             unready_after,
@@ -64,33 +64,33 @@ impl Health {
     }
 
     /// The consumer loop turned.
-    pub(crate) fn turned(&self) {
+    pub fn turned(&self) {
         let ms = self.started.elapsed().as_millis() as u64;
         self.last_turn_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The sink was opened.
-    pub(crate) fn opened(&self) {
+    pub fn opened(&self) {
         self.sink_open.store(true, Ordering::SeqCst);
     }
 
     /// A drain was requested.
-    pub(crate) fn draining(&self) {
+    pub fn draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
     }
 
     /// `n` partitions assigned (positive) or revoked (negative).
-    pub(crate) fn assigned(&self, n: i64) {
+    pub fn assigned(&self, n: i64) {
         self.assigned.fetch_add(n, Ordering::SeqCst);
     }
 
     /// A sink call succeeded (`None`) or failed with an error of `kind`.
-    pub(crate) fn sink_answered(&self, failed: Option<&'static str>) {
+    pub fn sink_answered(&self, failed: Option<&'static str>) {
         Self::record(&self.sink, failed);
     }
 
     /// An offset commit was acknowledged (`None`) or refused (`Some("refused")`).
-    pub(crate) fn commit_answered(&self, failed: Option<&'static str>) {
+    pub fn commit_answered(&self, failed: Option<&'static str>) {
         Self::record(&self.commits, failed);
     }
 
@@ -111,7 +111,7 @@ impl Health {
     }
 
     /// `Ok(reason)` while live, else `Err(reason)`.
-    pub(crate) fn live(&self, now: Instant) -> Result<String, String> {
+    pub fn live(&self, now: Instant) -> Result<String, String> {
         if self.draining.load(Ordering::SeqCst) {
             return Ok("live: draining".into());
         }
@@ -128,7 +128,7 @@ impl Health {
     }
 
     /// `Ok(reason)` while ready, else `Err(reason)`.
-    pub(crate) fn ready(&self, now: Instant) -> Result<String, String> {
+    pub fn ready(&self, now: Instant) -> Result<String, String> {
         if self.draining.load(Ordering::SeqCst) {
             return Err("not ready: draining (shutdown requested)".into());
         }

@@ -11,15 +11,18 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pico_sink::{Driver, DriverError, RetryPolicy, Sink, SinkError, error_chain};
+use pico_sink::{
+    Batch, Delivered, Driver, DriverError, DriverHooks, RetryPolicy, Sink, SinkError, error_chain,
+};
 use tracing::{error, info, warn};
 
-use crate::runtime::Exit;
+use crate::Exit;
 
 /// One outage: from the first failed round of attempts until the destination answers.
-pub(crate) struct Outage {
+pub struct Outage {
     since: Instant,
     rounds: u32,
     attempts: u32,
@@ -29,7 +32,7 @@ pub(crate) struct Outage {
 impl Outage {
     /// A round of `attempts` failed: the outage in `slot` goes on, or one begins there, bounded
     /// by `limit` (`retry.max_retry_duration_ms`; `None`: unbounded).
-    pub(crate) fn round_failed(
+    pub fn round_failed(
         slot: &mut Option<Outage>,
         attempts: u32,
         limit: Option<Duration>,
@@ -50,44 +53,44 @@ impl Outage {
     }
 
     /// Whether `retry.max_retry_duration_ms` has passed since the first failed round.
-    pub(crate) fn past_limit(&self) -> bool {
+    pub fn past_limit(&self) -> bool {
         self.limit.is_some_and(|max| self.since.elapsed() >= max)
     }
 
     /// How long to wait before the next round: the policy's longest backoff (with its jitter),
     /// or the destination's `Retry-After`.
-    pub(crate) fn wait(policy: &RetryPolicy, last: &SinkError) -> Duration {
+    pub fn wait(policy: &RetryPolicy, last: &SinkError) -> Duration {
         policy.delay(u32::MAX, last)
     }
 
     /// Failed rounds so far.
-    pub(crate) fn rounds(&self) -> u32 {
+    pub fn rounds(&self) -> u32 {
         self.rounds
     }
 
     /// Attempts made over every round.
-    pub(crate) fn attempts(&self) -> u32 {
+    pub fn attempts(&self) -> u32 {
         self.attempts
     }
 
     /// Whole seconds since the first failed round.
-    pub(crate) fn seconds(&self) -> u64 {
+    pub fn seconds(&self) -> u64 {
         self.since.elapsed().as_secs()
     }
 
     /// The operator's limit, for the log line that gives up.
-    pub(crate) fn limit(&self) -> Option<Duration> {
+    pub fn limit(&self) -> Option<Duration> {
         self.limit
     }
 }
 
-/// Opens the sink before the consumer joins the group, riding out a destination that is down
+/// Opens the sink before the consumer joins the group (or subscribes), riding out a destination that is down
 /// (a process started, or restarted, during an outage holds no partition meanwhile, so the
 /// group does not rebalance on its account). Ends with the [`Exit`] that `run` returns when
 /// the sink reports misconfiguration (`Fatal`), when the outage passes
 /// `retry.max_retry_duration_ms` (`GaveUp`), or when `shutdown` completes first (`Drained`:
 /// nothing was read).
-pub(crate) async fn open_through_outage<F: Future<Output = ()>>(
+pub async fn open_through_outage<F: Future<Output = ()>>(
     sink: Arc<dyn Sink>,
     policy: RetryPolicy,
     limit: Option<Duration>,
@@ -151,4 +154,46 @@ fn stopped_while_opening(outage: Option<&Outage>) -> Exit {
         "shutdown requested before the sink opened: nothing was read"
     );
     Exit::Drained
+}
+
+/// Delivers one batch and rides out a destination outage: when every attempt of a round failed
+/// with `Retryable`, the partition waits the longest backoff (with jitter, or the destination's
+/// `Retry-After`) and delivers the same batch again. The runtime keeps its partitions and goes
+/// on polling, so its broker does not hand them to another consumer; the batches behind this
+/// one wait in its buffer, which pauses fetching at its bound
+/// ([`crate::settings::BatchLimits::pause_at`]). It gives up (the driver's error) once `limit`
+/// (`retry.max_retry_duration_ms`) passed since the first failed round, or when `draining`.
+pub async fn deliver_through_outage(
+    driver: &mut Driver<Arc<dyn Sink>>,
+    batch: &Batch,
+    hooks: &mut dyn DriverHooks,
+    limit: Option<Duration>,
+    draining: &AtomicBool,
+) -> Result<Delivered, DriverError> {
+    let mut outage: Option<Outage> = None;
+    loop {
+        let delivered = driver.deliver(batch, hooks).await;
+        let (made, last) = match delivered {
+            Err(DriverError::GaveUp { attempts, last }) => (attempts, last),
+            _ => {
+                if let (Ok(_), Some(o)) = (&delivered, &outage) {
+                    info!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), "destination back: batch delivered");
+                }
+                return delivered;
+            }
+        };
+        let o = Outage::round_failed(&mut outage, made, limit);
+        let over = o.past_limit();
+        if over || draining.load(Ordering::SeqCst) {
+            error!(batch = %batch.id(), attempts = o.attempts(), outage_s = o.seconds(), max_retry_duration = ?o.limit(), draining = !over, "destination unavailable: giving up the batch, nothing committed past it");
+            return Err(DriverError::GaveUp {
+                attempts: o.attempts(),
+                last,
+            });
+        }
+        let wait = Outage::wait(driver.policy(), &last);
+        warn!(batch = %batch.id(), failed_rounds = o.rounds(), outage_s = o.seconds(), ?wait, error = %error_chain(&last), "destination unavailable: the partition keeps the batch and delivers it again after the wait");
+        tokio::time::sleep(wait).await;
+        driver.reset();
+    }
 }

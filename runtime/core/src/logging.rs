@@ -1,5 +1,5 @@
-//! How pico-kafka logs: human-readable text or one JSON object per line, to stderr, as the
-//! pipeline file's `[log]` section says ([`crate::config::LogSettings`]). Every line logged
+//! How a runtime logs: human-readable text or one JSON object per line, to stderr, as the
+//! pipeline file's `[log]` section says ([`crate::settings::LogSettings`]). Every line logged
 //! while a batch is delivered (the driver's retries, the sink's own lines, the commit, the dead
 //! letters) carries the batch's topic, partition and first..last offsets: each delivery runs
 //! inside a [`batch_span`].
@@ -9,7 +9,7 @@ use tracing::Span;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-use crate::config::{LogFormat, LogSettings};
+use crate::settings::{LogFormat, LogSettings};
 
 /// The span a batch's delivery runs in: its topic, partition and first and last offsets.
 pub fn batch_span(batch: &Batch) -> Span {

@@ -25,7 +25,8 @@ use serde::Deserialize;
 use crate::tracker::Progress;
 
 /// A topic and partition.
-type Tp = (String, i32);
+/// A topic and partition.
+pub type Tp = (String, i32);
 
 /// One way to break the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -43,7 +44,7 @@ pub enum Mutant {
 
 impl Mutant {
     /// Offsets to commit once the batch `first..=last` of `tp` was handed to its worker.
-    pub(crate) fn on_handed(self, tp: &Tp, last: u64) -> Vec<(Tp, u64)> {
+    pub fn on_handed(self, tp: &Tp, last: u64) -> Vec<(Tp, u64)> {
         match self {
             Mutant::CommitAtPoll => vec![(tp.clone(), last.saturating_add(1))],
             Mutant::CommitOtherPartitions | Mutant::AckBeforeDurable | Mutant::ReplaysAsWritten => {
@@ -54,7 +55,7 @@ impl Mutant {
 
     /// Offsets to commit once `tp` committed its own: with [`Mutant::CommitOtherPartitions`],
     /// every other partition's read position where it is past that partition's last commit.
-    pub(crate) fn on_committed(self, tp: &Tp, progress: &HashMap<Tp, Progress>) -> Vec<(Tp, u64)> {
+    pub fn on_committed(self, tp: &Tp, progress: &HashMap<Tp, Progress>) -> Vec<(Tp, u64)> {
         if self != Mutant::CommitOtherPartitions {
             return Vec::new();
         }
