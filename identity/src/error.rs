@@ -26,6 +26,14 @@ pub enum IdentityError {
         "namespace {0:?} is not allowed: use 1 to 64 characters from A-Z a-z 0-9 . _ - (not starting with '.')"
     )]
     BadNamespace(String),
+    /// A JetStream stream name or filter subject JetStream would refuse.
+    #[error("not a JetStream source ({reason}): {text:?}")]
+    BadJetStreamSource {
+        /// The stream name or filter subject that was given (cut to 200 bytes).
+        text: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The text does not carry the namespace of the scope it was parsed in.
     #[error("identity {text:?} does not belong to namespace {expected:?}")]
     WrongNamespace {

@@ -15,6 +15,8 @@
 //! * Per-destination encodings on [`Scope`] that respect each destination's alphabet and length
 //!   limit. Each is listed in [`ENCODINGS`] with whether it is injective or hash-shortened.
 //! * The column names every table-shaped destination uses ([`columns`]).
+//! * How other brokers' positions map onto the identity: NATS JetStream's stream sequence
+//!   ([`jetstream`]).
 //!
 //! ```
 //! use pico_identity::{BatchId, Namespace, RecordId, Scope};
@@ -36,6 +38,7 @@ pub mod columns;
 mod encodings;
 mod error;
 mod escape;
+pub mod jetstream;
 mod namespace;
 mod record_id;
 
