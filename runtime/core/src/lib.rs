@@ -11,6 +11,8 @@
 //!   any pico sink ([`sinks`]), wrapped by the crash suites' faults ([`assemble::build_sink`]);
 //! * batch forming ([`pending`]), the in-flight tracker ([`tracker`]), the commit fence of a
 //!   revoked partition ([`fence`]);
+//! * the partitions' workers ([`worker`]): each delivers its partition's batches in order and
+//!   confirms the position through the runtime's [`worker::Broker`];
 //! * riding out a destination outage when opening the sink and when delivering a batch
 //!   ([`outage`]), and how a run ends ([`Exit`]);
 //! * the dead-letter headers that say where a refused record came from ([`dead_letter`]);
@@ -39,6 +41,7 @@ pub mod settings;
 pub mod signals;
 pub mod sinks;
 pub mod tracker;
+pub mod worker;
 
 pub use exit::Exit;
 pub use lock::lock;

@@ -22,11 +22,7 @@ use async_trait::async_trait;
 use pico_sink::{Batch, Description, Outcome, Sink, SinkError, WriteReport};
 use serde::Deserialize;
 
-use crate::tracker::Progress;
-
-/// A topic and partition.
-/// A topic and partition.
-pub type Tp = (String, i32);
+use crate::tracker::{Progress, Tp};
 
 /// One way to break the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

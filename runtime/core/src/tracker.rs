@@ -9,6 +9,10 @@
 
 use std::collections::BTreeMap;
 
+/// A topic and partition, as the broker names them (JetStream: the identity's topic, partition
+/// 0).
+pub type Tp = (String, i32);
+
 /// One partition's offsets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Progress {

@@ -34,15 +34,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use futures_util::FutureExt;
-use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, Record, Sink};
+use pico_sink::identity::RecordId;
+use pico_sink::{DeadLetter, Record, Sink};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -53,29 +51,23 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tracing::{Instrument, debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 pub use pico_runtime::Exit;
 use pico_runtime::dead_letter::origin_headers;
 use pico_runtime::endpoint::Endpoint;
-use pico_runtime::exit::panic_message;
 use pico_runtime::fence::CommitFence;
 use pico_runtime::health::Health;
 use pico_runtime::lock;
-use pico_runtime::logging::batch_span;
 use pico_runtime::metered::Metered;
 use pico_runtime::metrics::{Metrics, PartitionMeter};
-use pico_runtime::outage::{deliver_through_outage, open_through_outage};
+use pico_runtime::outage::open_through_outage;
 use pico_runtime::pending::{Pending, record_bytes};
-use pico_runtime::settings::BatchLimits;
-use pico_runtime::tracker::Progress;
+use pico_runtime::tracker::Tp;
+use pico_runtime::worker::{Broker, Shared, WorkerKit, flush, forget_revoked};
 
 use crate::METRICS_PREFIX;
 use crate::config::{DeadLetterSettings, Pipeline};
-
-/// A topic and partition.
-type Tp = (String, i32);
 
 /// Why the runtime could not start.
 #[derive(Debug, thiserror::Error)]
@@ -91,24 +83,6 @@ pub enum StartError {
         /// Why it could not bind.
         source: std::io::Error,
     },
-}
-
-/// A partition's worker: its queue, task and commit fence.
-struct Worker {
-    queue: mpsc::Sender<Batch>,
-    task: JoinHandle<()>,
-    fence: Arc<CommitFence>,
-}
-
-/// State shared by the loop, the workers and the rebalance callbacks.
-#[derive(Default)]
-struct Shared {
-    progress: Mutex<HashMap<Tp, Progress>>,
-    workers: Mutex<HashMap<Tp, Worker>>,
-    /// Partitions revoked since the loop last looked.
-    revoked: Mutex<Vec<Tp>>,
-    /// A drain was requested: a batch whose round of attempts failed is not delivered again.
-    draining: AtomicBool,
 }
 
 /// The consumer's context: rebalance callbacks, and librdkafka's statistics (the lag).
@@ -140,21 +114,15 @@ impl ConsumerContext for Context {
                 let mut fences = Vec::new();
                 for e in tpl.elements() {
                     let tp = (e.topic().to_owned(), e.partition());
-                    let worker = lock(&self.shared.workers).remove(&tp);
-                    if let Some(worker) = worker {
-                        // Stops the delivery in flight: the sink contract makes it safe, and
-                        // the new owner resumes from the committed offset. No commit of the
-                        // partition starts from now on.
-                        worker.task.abort();
-                        worker.fence.refuse();
-                        fences.push((tp.clone(), worker.fence));
+                    // Stops the delivery in flight: the sink contract makes it safe, and the
+                    // new owner resumes from the committed offset. No commit of the partition
+                    // starts from now on.
+                    let (fence, read_not_committed) = self.shared.revoke(&tp);
+                    if let Some(fence) = fence {
+                        fences.push((tp.clone(), fence));
                     }
-                    let read_not_committed = lock(&self.shared.progress)
-                        .remove(&tp)
-                        .map_or(0, |p| p.read_not_committed());
                     self.metrics.revoked(&tp.0, tp.1);
                     info!(topic = %tp.0, read_not_committed, partition = tp.1, "partition revoked: fetching stopped, nothing committed past what was confirmed");
-                    lock(&self.shared.revoked).push(tp);
                 }
                 // A commit already running lands before the revoke returns: the next owner
                 // commits after it, never before.
@@ -182,6 +150,106 @@ impl ConsumerContext for Context {
 
 type Kafka = StreamConsumer<Context>;
 
+/// The Kafka side of the partitions' workers: offsets committed by the consumer, dead letters
+/// produced to a topic, fetching paused per partition.
+struct KafkaBroker {
+    consumer: Arc<Kafka>,
+    dlq: Option<(FutureProducer, String)>,
+    /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
+    commit_delay: Duration,
+}
+
+impl KafkaBroker {
+    /// `tp` alone, as librdkafka names partitions.
+    fn list(tp: &Tp) -> TopicPartitionList {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&tp.0, tp.1);
+        tpl
+    }
+}
+
+#[async_trait]
+impl Broker for KafkaBroker {
+    async fn confirm(
+        &self,
+        tp: &Tp,
+        offset: u64,
+        fence: &Arc<CommitFence>,
+    ) -> Result<bool, String> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&tp.0, tp.1, Offset::Offset(offset as i64))
+            .map_err(|e| e.to_string())?;
+        let (consumer, fence, delay) = (self.consumer.clone(), fence.clone(), self.commit_delay);
+        // librdkafka's commit blocks; the fence lets a revoke wait for one already running.
+        let commit = move || {
+            fence.run(|| {
+                std::thread::sleep(delay);
+                consumer.commit(&tpl, CommitMode::Sync)
+            })
+        };
+        match tokio::task::spawn_blocking(commit).await {
+            Ok(Some(Ok(()))) => Ok(true),
+            Ok(Some(Err(e))) => Err(e.to_string()),
+            Ok(None) => Ok(false),
+            Err(e) => Err(format!("the commit task failed: {e}")),
+        }
+    }
+
+    fn dead_letter_destination(&self) -> Option<&str> {
+        self.dlq.as_ref().map(|(_, topic)| topic.as_str())
+    }
+
+    async fn dead_letter(&self, letter: &DeadLetter) -> Result<(), String> {
+        let Some((producer, topic)) = &self.dlq else {
+            return Err("no dead_letter topic is configured".into());
+        };
+        let r = &letter.record;
+        let mut headers = OwnedHeaders::new();
+        for h in &r.headers {
+            headers = headers.insert(Header {
+                key: &h.name,
+                value: Some(h.value.as_ref()),
+            });
+        }
+        for (key, value) in &origin_headers(letter) {
+            headers = headers.insert(Header {
+                key,
+                value: Some(value.as_str()),
+            });
+        }
+        let mut record = FutureRecord::to(topic)
+            .payload(r.value.as_ref())
+            .headers(headers);
+        if let Some(key) = &r.key {
+            record = record.key(key.as_ref());
+        }
+        producer
+            .send(record, Duration::from_secs(30))
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| e.to_string())
+    }
+
+    fn pause(&self, tp: &Tp) -> bool {
+        self.consumer.pause(&Self::list(tp)).is_ok()
+    }
+
+    fn resume(&self, tp: &Tp) -> bool {
+        self.consumer.resume(&Self::list(tp)).is_ok()
+    }
+
+    fn confirm_ahead(&self, offsets: &[(Tp, u64)]) -> Result<(), String> {
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), offset) in offsets {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset as i64))
+                .map_err(|e| format!("cannot build its commit: {e}"))?;
+        }
+        self.consumer
+            .commit(&tpl, CommitMode::Async)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// A message as a record.
 fn to_record(m: &BorrowedMessage<'_>) -> Record {
     let id = RecordId::new(
@@ -205,234 +273,6 @@ fn to_record(m: &BorrowedMessage<'_>) -> Record {
         record = record.with_timestamp_ms(ms);
     }
     record
-}
-
-/// What a worker needs besides its queue.
-#[derive(Clone)]
-struct WorkerKit {
-    sink: Arc<dyn Sink>,
-    policy: pico_sink::RetryPolicy,
-    commit_timeout: Duration,
-    /// `retry.max_retry_duration_ms`: how long a batch is delivered again after its first
-    /// failed round (`None`: as long as the destination answers `Retryable`).
-    max_retry_duration: Option<Duration>,
-    consumer: Arc<Kafka>,
-    shared: Arc<Shared>,
-    dlq: Option<(Arc<FutureProducer>, String)>,
-    failures: mpsc::UnboundedSender<Exit>,
-    /// A partition whose worker took a batch off its queue: the loop hands it the next one at
-    /// once (without it, a partition whose buffer is full but gets no new record waited for
-    /// the next linger tick: one batch per linger on a paused or single partition).
-    ready: mpsc::UnboundedSender<Tp>,
-    /// `[chaos] commit_delay_ms`: how long each commit waits once started (zero: not at all).
-    commit_delay: Duration,
-    metrics: Arc<Metrics>,
-    health: Arc<Health>,
-    /// The crash suite's control, if this build has them and the pipeline file names one.
-    #[cfg(feature = "mutants")]
-    mutant: Option<pico_runtime::mutants::Mutant>,
-}
-
-/// The driver's hooks for one partition: commit through the tracker, dead letters to the
-/// topic.
-struct PartitionHooks {
-    tp: Tp,
-    first: u64,
-    kit: WorkerKit,
-    fence: Arc<CommitFence>,
-}
-
-#[async_trait]
-impl DriverHooks for PartitionHooks {
-    async fn commit(&mut self, batch: &BatchId) -> Result<(), String> {
-        let to_commit = lock(&self.kit.shared.progress)
-            .get_mut(&self.tp)
-            .and_then(|p| p.confirmed(self.first));
-        let Some(offset) = to_commit else {
-            return Ok(());
-        };
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.tp.0, self.tp.1, Offset::Offset(offset as i64))
-            .map_err(|e| e.to_string())?;
-        // A refused commit is retried before this partition delivers anything else: what the
-        // sink wrote and the group does not know about stays one batch. A revoked partition's
-        // worker is aborted meanwhile; one that keeps failing past the timeout stops the
-        // pipeline, which restarts from the committed offset.
-        let started = Instant::now();
-        let mut failures = 0;
-        loop {
-            let consumer = self.kit.consumer.clone();
-            let list = tpl.clone();
-            let (fence, delay) = (self.fence.clone(), self.kit.commit_delay);
-            let commit = move || {
-                fence.run(|| {
-                    std::thread::sleep(delay);
-                    consumer.commit(&list, CommitMode::Sync)
-                })
-            };
-            let error = match tokio::task::spawn_blocking(commit).await {
-                Ok(Some(Ok(()))) => break,
-                Ok(Some(Err(e))) => e.to_string(),
-                Ok(None) => {
-                    debug!(batch = %batch, offset, "not committed: the partition was revoked, its next owner resumes from the committed offset");
-                    return Ok(());
-                }
-                Err(e) => format!("the commit task failed: {e}"),
-            };
-            failures += 1;
-            self.kit.metrics.commit_refused(&self.tp.0, self.tp.1);
-            self.kit.health.commit_answered(Some("refused"));
-            if started.elapsed() >= self.kit.commit_timeout {
-                return Err(format!(
-                    "offset {offset} of {}:{} not committed after {failures} attempts in {:?}: \
-                     {error}",
-                    self.tp.0,
-                    self.tp.1,
-                    started.elapsed()
-                ));
-            }
-            let delay = self.kit.policy.backoff(failures);
-            warn!(batch = %batch, offset, error = %error, ?delay, "offset commit refused; retrying before the next batch");
-            tokio::time::sleep(delay).await;
-        }
-        if let Some(p) = lock(&self.kit.shared.progress).get_mut(&self.tp) {
-            p.committed(offset);
-        }
-        self.kit
-            .metrics
-            .committed(&self.tp.0, self.tp.1, offset, started.elapsed());
-        self.kit.health.commit_answered(None);
-        #[cfg(feature = "mutants")]
-        if let Some(mutant) = self.kit.mutant {
-            let others = mutant.on_committed(&self.tp, &lock(&self.kit.shared.progress));
-            mutant_commit(&self.kit, others);
-        }
-        debug!(batch = %batch, offset, attempts = failures + 1, "committed");
-        Ok(())
-    }
-
-    async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String> {
-        let Some((producer, topic)) = &self.kit.dlq else {
-            let first = &letters[0];
-            return Err(format!(
-                "{} record(s) refused and no dead_letter topic is configured; first: {} ({})",
-                letters.len(),
-                first.record.id,
-                first.reason
-            ));
-        };
-        for letter in letters {
-            let r = &letter.record;
-            let mut headers = OwnedHeaders::new();
-            for h in &r.headers {
-                headers = headers.insert(Header {
-                    key: &h.name,
-                    value: Some(h.value.as_ref()),
-                });
-            }
-            for (key, value) in &origin_headers(letter) {
-                headers = headers.insert(Header {
-                    key,
-                    value: Some(value.as_str()),
-                });
-            }
-            let mut record = FutureRecord::to(topic)
-                .payload(r.value.as_ref())
-                .headers(headers);
-            if let Some(key) = &r.key {
-                record = record.key(key.as_ref());
-            }
-            producer
-                .send(record, Duration::from_secs(30))
-                .await
-                .map_err(|(e, _)| {
-                    format!("producing the dead letter of {} to {topic}: {e}", r.id)
-                })?;
-            self.kit
-                .metrics
-                .dead_lettered(&r.id.topic, r.id.partition as i32);
-            warn!(record = %r.id, reason = %letter.reason, topic, "dead-lettered");
-        }
-        Ok(())
-    }
-}
-
-/// One partition's worker: delivers its batches in order. A panic inside the delivery (the
-/// sink's own bug) ends the pipeline like a batch that failed every attempt, with nothing of
-/// the partition committed past what the sink confirmed: a worker that vanished would stall
-/// its partition while the others go on.
-async fn work(
-    tp: Tp,
-    mut queue: mpsc::Receiver<Batch>,
-    kit: WorkerKit,
-    fence: Arc<CommitFence>,
-    meter: PartitionMeter,
-) {
-    let mut driver = Driver::with_policy(kit.sink.clone(), kit.policy.clone());
-    while let Some(batch) = queue.recv().await {
-        // Room in the queue: the next batch is cut while this one is written.
-        let _ = kit.ready.send(tp.clone());
-        let mut hooks = PartitionHooks {
-            tp: tp.clone(),
-            first: batch.id().first,
-            kit: kit.clone(),
-            fence: fence.clone(),
-        };
-        // Every line logged while the batch is delivered carries its topic, partition and
-        // offsets, the lines below about its end too.
-        let span = batch_span(&batch);
-        let delivery = AssertUnwindSafe(
-            deliver_through_outage(
-                &mut driver,
-                &batch,
-                &mut hooks,
-                kit.max_retry_duration,
-                &kit.shared.draining,
-            )
-            .instrument(span.clone()),
-        )
-        .catch_unwind()
-        .await;
-        let _in_batch = span.enter();
-        let delivered = match delivery {
-            Ok(delivered) => delivered,
-            Err(panic) => {
-                let committed = lock(&kit.shared.progress)
-                    .get(&tp)
-                    .and_then(Progress::cursor);
-                let text = format!(
-                    "the worker of {}:{} panicked delivering {}: {}; nothing of the partition \
-                     past its committed offset ({}) is delivered",
-                    tp.0,
-                    tp.1,
-                    batch.id(),
-                    panic_message(panic.as_ref()),
-                    committed.map_or_else(|| "none".to_owned(), |c| c.to_string())
-                );
-                error!(batch = %batch.id(), error = %text, "delivery stopped");
-                let _ = kit.failures.send(Exit::GaveUp(text));
-                return;
-            }
-        };
-        match delivered {
-            Ok(delivered) => {
-                kit.metrics.delivered(&batch);
-                meter.confirmed(batch.records().iter().map(record_bytes).sum());
-                debug!(batch = %batch.id(), attempts = delivered.attempts, written = delivered.outcome.written, changed = delivered.outcome.changed, "delivered")
-            }
-            Err(e) => {
-                let text = e.to_string();
-                error!(batch = %batch.id(), error = %text, "delivery stopped");
-                let exit = match e {
-                    DriverError::Fatal(_) => Exit::Fatal(text),
-                    DriverError::DeadLetter(_) => Exit::Refused(text),
-                    _ => Exit::GaveUp(text),
-                };
-                let _ = kit.failures.send(exit);
-                return;
-            }
-        }
-    }
 }
 
 /// The consumer's properties.
@@ -525,10 +365,15 @@ pub async fn run(
     let dlq = match &pipeline.dead_letter {
         Some(d) => {
             let producer: FutureProducer = dead_letter_config(pipeline, d).create()?;
-            Some((Arc::new(producer), d.topic.clone()))
+            Some((producer, d.topic.clone()))
         }
         None => None,
     };
+    let broker = Arc::new(KafkaBroker {
+        consumer: consumer.clone(),
+        dlq,
+        commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
+    });
     let (failures, mut failed) = mpsc::unbounded_channel();
     let (ready, mut wants_more) = mpsc::unbounded_channel();
     let batch = pipeline.batch.limits(sink.commit_policy());
@@ -537,12 +382,10 @@ pub async fn run(
         policy: pipeline.retry.policy(),
         commit_timeout: pipeline.retry.commit_timeout(),
         max_retry_duration: pipeline.retry.max_retry_duration(),
-        consumer: consumer.clone(),
+        broker,
         shared: shared.clone(),
-        dlq,
         failures,
         ready,
-        commit_delay: Duration::from_millis(pipeline.chaos.commit_delay_ms),
         metrics: metrics.clone(),
         health: health.clone(),
         #[cfg(feature = "mutants")]
@@ -624,13 +467,13 @@ pub async fn run(
                 }
                 if last_progress.elapsed() >= progress_every {
                     last_progress = Instant::now();
-                    log_progress(&shared);
+                    shared.log_progress();
                 }
             }
         }
     };
     if let Some(exit) = ended {
-        abort_workers(&shared);
+        shared.abort_workers();
         return Ok(exit);
     }
     info!("shutdown requested: draining");
@@ -641,147 +484,17 @@ pub async fn run(
         flush(tp, &mut pending, &kit, &batch, true);
         while pending.get(tp).is_some_and(|p| !p.records.is_empty()) {
             tokio::select! {
-                Some(exit) = failed.recv() => { abort_workers(&shared); return Ok(exit); }
+                Some(exit) = failed.recv() => { shared.abort_workers(); return Ok(exit); }
                 () = tokio::time::sleep(Duration::from_millis(20)) => flush(tp, &mut pending, &kit, &batch, true),
             }
         }
     }
-    let workers: Vec<Worker> = lock(&shared.workers).drain().map(|(_, w)| w).collect();
-    for worker in workers {
-        drop(worker.queue);
-        let _ = worker.task.await;
-    }
+    shared.finish_workers().await;
     if let Ok(exit) = failed.try_recv() {
         return Ok(exit);
     }
-    log_progress(&shared);
+    shared.log_progress();
     consumer.unsubscribe();
     info!("drained: every record read was delivered and committed");
     Ok(Exit::Drained)
-}
-
-/// Commits what a mutant runtime wants committed, without waiting for the broker, and takes it
-/// as committed (so the honest path commits nothing lower).
-#[cfg(feature = "mutants")]
-fn mutant_commit(kit: &WorkerKit, offsets: Vec<(Tp, u64)>) {
-    if offsets.is_empty() {
-        return;
-    }
-    let mut tpl = TopicPartitionList::new();
-    for ((topic, partition), offset) in &offsets {
-        if let Err(e) = tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset as i64))
-        {
-            warn!(error = %e, "mutant: cannot build its commit");
-            return;
-        }
-    }
-    if let Err(e) = kit.consumer.commit(&tpl, CommitMode::Async) {
-        warn!(error = %e, "mutant: its commit was refused");
-        return;
-    }
-    let mut progress = lock(&kit.shared.progress);
-    for (tp, offset) in &offsets {
-        if let Some(p) = progress.get_mut(tp) {
-            p.committed(*offset);
-        }
-    }
-    debug!(?offsets, "mutant: committed ahead of the sink");
-}
-
-/// Drops the buffers and counters of revoked partitions.
-fn forget_revoked(
-    shared: &Shared,
-    pending: &mut HashMap<Tp, Pending>,
-    meters: &mut HashMap<Tp, PartitionMeter>,
-) {
-    for tp in lock(&shared.revoked).drain(..) {
-        pending.remove(&tp);
-        meters.remove(&tp);
-    }
-}
-
-fn abort_workers(shared: &Shared) {
-    for (_, w) in lock(&shared.workers).drain() {
-        w.task.abort();
-    }
-}
-
-fn log_progress(shared: &Shared) {
-    for ((topic, partition), p) in lock(&shared.progress).iter() {
-        info!(
-            topic,
-            partition,
-            cursor = ?p.cursor(),
-            read = ?p.read_position(),
-            in_flight = p.in_flight(),
-            nothing_unacked = p.nothing_unacked(),
-            "progress (cursor == read position ⟺ nothing unacked)"
-        );
-    }
-}
-
-/// Hands as many batches of `tp`'s buffer to its worker as its queue takes (all of them when
-/// `whole`), pausing or resuming the partition at the broker by how much stays buffered.
-fn flush(
-    tp: &Tp,
-    pending: &mut HashMap<Tp, Pending>,
-    kit: &WorkerKit,
-    limits: &BatchLimits,
-    whole: bool,
-) {
-    let Some(buffer) = pending.get_mut(tp) else {
-        return;
-    };
-    let queue = {
-        let mut workers = lock(&kit.shared.workers);
-        let worker = workers.entry(tp.clone()).or_insert_with(|| {
-            let (queue, rx) = mpsc::channel(1);
-            let fence = Arc::new(CommitFence::default());
-            let meter = kit.metrics.partition(&tp.0, tp.1);
-            let task = tokio::spawn(work(tp.clone(), rx, kit.clone(), fence.clone(), meter));
-            Worker { queue, task, fence }
-        });
-        worker.queue.clone()
-    };
-    while queue.capacity() > 0 {
-        let batch = match buffer.cut(limits, whole) {
-            Ok(Some(batch)) => batch,
-            Ok(None) => break,
-            Err(why) => {
-                // A bug, not something a redelivery mends (no seek asks for one): the run ends
-                // and the restart resumes from the committed offset.
-                error!(topic = %tp.0, partition = tp.1, error = %why, "delivery stopped");
-                let _ = kit.failures.send(Exit::Fatal(why));
-                break;
-            }
-        };
-        let rest = buffer.records.first().map(|r| r.id.offset);
-        if let Some(p) = lock(&kit.shared.progress).get_mut(tp) {
-            p.handed(batch.id().first, batch.id().last, rest);
-        }
-        #[cfg(feature = "mutants")]
-        if let Some(mutant) = kit.mutant {
-            mutant_commit(kit, mutant.on_handed(tp, batch.id().last));
-        }
-        if queue.try_send(batch).is_err() {
-            warn!(topic = %tp.0, partition = tp.1, "worker queue closed");
-            break;
-        }
-    }
-    let (high, high_bytes) = limits.pause_at();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition(&tp.0, tp.1);
-    if !buffer.paused && (buffer.records.len() >= high || buffer.bytes >= high_bytes) {
-        if kit.consumer.pause(&tpl).is_ok() {
-            buffer.paused = true;
-            debug!(topic = %tp.0, partition = tp.1, "paused: the sink is behind");
-        }
-    } else if buffer.paused
-        && buffer.records.len() < high / 2
-        && buffer.bytes < high_bytes / 2
-        && kit.consumer.resume(&tpl).is_ok()
-    {
-        buffer.paused = false;
-        debug!(topic = %tp.0, partition = tp.1, "resumed");
-    }
 }
