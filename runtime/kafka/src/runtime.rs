@@ -1,9 +1,9 @@
 //! The consumer loop: one consumer in a group, per-partition buffers cut into batches, one
-//! worker per assigned partition delivering through the [`Driver`] into one shared sink, the
+//! worker per assigned partition delivering through the [`pico_sink::Driver`] into one shared sink, the
 //! group offset committed only after the sink confirmed.
 //!
 //! * **Commit**: a worker commits synchronously after its batch was confirmed, never past the
-//!   oldest record read and not confirmed ([`Progress`]). A commit the broker refuses (broker
+//!   oldest record read and not confirmed ([`pico_runtime::tracker::Progress`]). A commit the broker refuses (broker
 //!   down, rebalance in progress) is retried with backoff before the partition delivers
 //!   anything else, for up to `retry.commit_timeout_ms`; whoever owns the partition next
 //!   redelivers at worst that one batch.
@@ -15,7 +15,7 @@
 //! * **Back-pressure**: each worker takes one batch in flight and one queued, the queue refilled
 //!   as soon as the worker takes a batch off it; a partition whose buffer grows past sixteen
 //!   batches (or four batches' bytes, at least 16 MiB) is paused at the broker until it has
-//!   drained half of that ([`BatchLimits::pause_at`]).
+//!   drained half of that ([`pico_runtime::settings::BatchLimits::pause_at`]).
 //! * **Opening**: the sink is opened before the consumer joins the group; a destination down
 //!   at start is ridden out the same way as below, with no partition held meanwhile.
 //! * **Outage**: a batch whose every attempt failed with `Retryable` waits the longest backoff
