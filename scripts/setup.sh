@@ -19,6 +19,8 @@ fi
 command -v influxd >/dev/null 2>&1 || need+=(influxdb)
 # ClickHouse (Debian ships 18.16): the native provider of the ClickHouse target.
 [ -x /usr/sbin/clickhouse-server ] || command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server)
+# nats-server (JetStream): pico-nats's tests start it.
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 # Prometheus (and promtool): scrapes pico-kafka's /metrics in the runtime tests.
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # Chromium (headless): the browser test of the HTML duplicate-behaviour report.
