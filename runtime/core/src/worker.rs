@@ -39,7 +39,7 @@ use crate::logging::batch_span;
 use crate::metrics::{Metrics, PartitionMeter};
 use crate::outage::deliver_through_outage;
 use crate::pending::{Pending, record_bytes};
-use crate::settings::BatchLimits;
+use crate::settings::{BatchLimits, ChaosSettings, RetrySettings};
 use crate::tracker::{Progress, Tp};
 use crate::{Exit, lock};
 
@@ -189,6 +189,44 @@ pub struct WorkerKit {
     /// The crash suites' control, if this build has them and the pipeline file names one.
     #[cfg(feature = "mutants")]
     pub mutant: Option<crate::mutants::Mutant>,
+}
+
+/// The channels a worker reports on: the end of the run, and that its queue has room.
+pub struct Channels {
+    /// Where a worker reports the end of the run.
+    pub failures: mpsc::UnboundedSender<Exit>,
+    /// Where a worker says it took a batch off its queue.
+    pub ready: mpsc::UnboundedSender<Tp>,
+}
+
+impl WorkerKit {
+    /// What the workers of a run share: `sink`, the `[retry]` policy and limits, the runtime's
+    /// `broker`, and the mutant `[chaos]` names (with the `mutants` feature).
+    pub fn new(
+        sink: Arc<dyn Sink>,
+        broker: Arc<dyn Broker>,
+        shared: Arc<Shared>,
+        channels: Channels,
+        observed: (Arc<Metrics>, Arc<Health>),
+        retry: &RetrySettings,
+        chaos: &ChaosSettings,
+    ) -> Self {
+        let _ = chaos;
+        Self {
+            sink,
+            policy: retry.policy(),
+            commit_timeout: retry.commit_timeout(),
+            max_retry_duration: retry.max_retry_duration(),
+            broker,
+            shared,
+            failures: channels.failures,
+            ready: channels.ready,
+            metrics: observed.0,
+            health: observed.1,
+            #[cfg(feature = "mutants")]
+            mutant: chaos.mutant,
+        }
+    }
 }
 
 /// The driver's hooks for one partition: confirm through the tracker, dead letters through

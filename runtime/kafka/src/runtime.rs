@@ -64,7 +64,7 @@ use pico_runtime::metrics::{Metrics, PartitionMeter};
 use pico_runtime::outage::open_through_outage;
 use pico_runtime::pending::{Pending, record_bytes};
 use pico_runtime::tracker::Tp;
-use pico_runtime::worker::{Broker, Shared, WorkerKit, flush, forget_revoked};
+use pico_runtime::worker::{Broker, Channels, Shared, WorkerKit, flush, forget_revoked};
 
 use crate::METRICS_PREFIX;
 use crate::config::{DeadLetterSettings, Pipeline};
@@ -377,20 +377,15 @@ pub async fn run(
     let (failures, mut failed) = mpsc::unbounded_channel();
     let (ready, mut wants_more) = mpsc::unbounded_channel();
     let batch = pipeline.batch.limits(sink.commit_policy());
-    let kit = WorkerKit {
+    let kit = WorkerKit::new(
         sink,
-        policy: pipeline.retry.policy(),
-        commit_timeout: pipeline.retry.commit_timeout(),
-        max_retry_duration: pipeline.retry.max_retry_duration(),
         broker,
-        shared: shared.clone(),
-        failures,
-        ready,
-        metrics: metrics.clone(),
-        health: health.clone(),
-        #[cfg(feature = "mutants")]
-        mutant: pipeline.chaos.mutant,
-    };
+        shared.clone(),
+        Channels { failures, ready },
+        (metrics.clone(), health.clone()),
+        &pipeline.retry,
+        &pipeline.chaos,
+    );
     info!(
         group = %pipeline.kafka.group,
         topics = ?pipeline.kafka.topics,

@@ -7,10 +7,22 @@
 //! sequence, so every sink turns the redelivery into no visible duplicate as it does a Kafka
 //! replay.
 //!
-//! This first part holds what the runtime is built on, each piece checked against a real
-//! nats-server: the durable pull consumer's configuration ([`consumer`]) and a delivered
-//! message as a [`pico_sink::Record`] ([`record`]). The consumer loop on
-//! [`pico_runtime`](https://docs.rs/pico-runtime)'s workers comes next (issue #42, step 2).
+//! A pipeline file ([`config::Pipeline`]) names the server, the stream, its filter, the durable
+//! consumer, the batching, the dead-letter subject and the sink; [`runtime::run`] delivers
+//! through pico-runtime's partition worker and acknowledges each message only after the sink
+//! confirmed it. The durable consumer's settings ([`consumer`]) and a delivered message as a
+//! [`pico_sink::Record`] ([`record`]) are each checked against a real nats-server.
+//!
+//! The `pico-nats` binary runs a pipeline file: `pico-nats run pipeline.toml`.
 
+pub mod config;
 pub mod consumer;
 pub mod record;
+pub mod runtime;
+
+pub use config::Pipeline;
+pub use pico_runtime::Exit;
+pub use runtime::run;
+
+/// The prefix of every metric pico-nats serves: `pico_nats_records_read_total`, …
+pub const METRICS_PREFIX: &str = "pico_nats";

@@ -7,7 +7,6 @@
 //! gives a message up. Each loss is shown by a control beside the setting that prevents it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
@@ -17,51 +16,8 @@ use pico_nats::consumer::{ConsumerSettings, pull_config};
 use pico_nats::record::to_record;
 use pico_sink::identity::jetstream::JetStreamSource;
 
-/// A nats-server with JetStream, killed on drop.
-struct NatsServer {
-    child: Child,
-    url: String,
-    _store: tempfile::TempDir,
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts nats-server with JetStream on a free loopback port, and waits until it answers.
-async fn nats_server() -> NatsServer {
-    let bin = std::env::var("PICO_NATS_SERVER_BIN").unwrap_or_else(|_| "nats-server".into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let store = tempfile::tempdir().unwrap();
-    let child = Command::new(&bin)
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{bin}: {e} (scripts/setup.sh installs nats-server)"));
-    let server = NatsServer {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _store: store,
-    };
-    let started = Instant::now();
-    while async_nats::connect(&server.url).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "nats-server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    server
-}
+mod common;
+use common::{NatsServer, nats_server};
 
 /// A JetStream context on `server`, with the stream ORDERS on `orders.>` holding `n` messages
 /// alternately on `orders.eu` and `orders.us` (sequence `s` on `orders.eu` when odd), each with

@@ -1,0 +1,442 @@
+//! The consumer loop: one durable pull consumer (one partition of the identity), its messages
+//! cut into batches and delivered by pico-runtime's partition worker into the sink, every
+//! message acknowledged only once the sink confirmed it and every earlier one.
+//!
+//! * **Acknowledge**: the worker confirms a position (the next stream sequence not
+//!   confirmed, never past the oldest one read and not confirmed); the runtime then acks each
+//!   message held below it, the last one as a request the server answers, so a confirmation
+//!   that returned was processed. A refused one is retried before anything else is delivered.
+//! * **Redelivery**: a message delivered again (its `ack_wait` passed) while this process still
+//!   holds it is not handed to the sink twice: its newer reply subject replaces the older. One
+//!   below the confirmed position (its ack was lost) is acknowledged again at once.
+//! * **Slow sink**: every third of `ack_wait`, each message held gets an in-progress
+//!   acknowledgement, so the server does not deliver it again while it waits or is written.
+//! * **Dead letters**: published through JetStream to `[dead_letter] subject` (the stream that
+//!   captures it acknowledges each) before the position past them is confirmed.
+//! * **Shutdown**: fetching stops, everything held is delivered and acknowledged, then [`run`]
+//!   returns [`Exit::Drained`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
+use async_nats::jetstream::{self, Context};
+use async_nats::{HeaderMap, Subject};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use pico_runtime::Exit;
+use pico_runtime::dead_letter::origin_headers;
+use pico_runtime::endpoint::Endpoint;
+use pico_runtime::fence::CommitFence;
+use pico_runtime::health::Health;
+use pico_runtime::lock;
+use pico_runtime::metered::Metered;
+use pico_runtime::metrics::{Metrics, PartitionMeter};
+use pico_runtime::outage::open_through_outage;
+use pico_runtime::pending::{Pending, record_bytes};
+use pico_runtime::tracker::Tp;
+use pico_runtime::worker::{Broker, Channels, Shared, WorkerKit, flush, forget_revoked};
+use pico_sink::identity::jetstream::JetStreamSource;
+use pico_sink::{DeadLetter, Sink};
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn};
+
+use crate::METRICS_PREFIX;
+use crate::config::Pipeline;
+use crate::consumer::pull_config;
+use crate::record::to_record;
+
+/// The acknowledgement of a message, as JetStream's protocol spells it.
+const ACK: &str = "+ACK";
+/// An in-progress acknowledgement: the server restarts the message's `ack_wait`.
+const IN_PROGRESS: &str = "+WPI";
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The server could not be reached, or the stream or consumer not found or created.
+    #[error("jetstream: {0}")]
+    JetStream(String),
+    /// The durable exists with settings that would lose messages: the text says which.
+    #[error("{0}")]
+    Consumer(String),
+    /// The `[metrics]` listener could not bind its address.
+    #[error("cannot serve /metrics on {address}: {source}; set [metrics] listen to a free address")]
+    Metrics {
+        /// The address of `[metrics] listen`.
+        address: std::net::SocketAddr,
+        /// Why it could not bind.
+        source: std::io::Error,
+    },
+}
+
+/// The JetStream side of the worker: explicit acks up to the confirmed position, dead letters
+/// published through JetStream.
+struct JetStreamBroker {
+    client: async_nats::Client,
+    js: Context,
+    /// The reply subject of each message read and not acknowledged, by stream sequence.
+    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    dead_letters: Option<String>,
+}
+
+#[async_trait]
+impl Broker for JetStreamBroker {
+    async fn confirm(&self, _: &Tp, offset: u64, _: &Arc<CommitFence>) -> Result<bool, String> {
+        let acked: Vec<(u64, Subject)> = {
+            let mut held = lock(&self.held);
+            let rest = held.split_off(&offset);
+            std::mem::replace(&mut *held, rest).into_iter().collect()
+        };
+        let Some(((_, last), earlier)) = acked.split_last() else {
+            return Ok(true);
+        };
+        let sent = async {
+            for (_, reply) in earlier {
+                self.client
+                    .publish(reply.clone(), ACK.into())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            // The server answers an ack sent as a request once it processed it, after the
+            // earlier ones of this connection.
+            self.client
+                .request(last.clone(), ACK.into())
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        match sent.await {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                // Held again: the retry acknowledges them.
+                lock(&self.held).extend(acked);
+                Err(e)
+            }
+        }
+    }
+
+    fn dead_letter_destination(&self) -> Option<&str> {
+        self.dead_letters.as_deref()
+    }
+
+    async fn dead_letter(&self, letter: &DeadLetter) -> Result<(), String> {
+        let Some(subject) = &self.dead_letters else {
+            return Err("no dead_letter subject is configured".into());
+        };
+        let r = &letter.record;
+        let mut headers = HeaderMap::new();
+        for h in &r.headers {
+            headers.append(h.name.as_str(), String::from_utf8_lossy(&h.value).as_ref());
+        }
+        for (key, value) in origin_headers(letter) {
+            headers.insert(key, value.as_str());
+        }
+        self.js
+            .publish_with_headers(subject.clone(), headers, r.value.clone())
+            .await
+            .map_err(|e| e.to_string())?
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{e} (does a stream capture {subject}?)"))
+    }
+
+    fn pause(&self, _: &Tp) -> bool {
+        true
+    }
+
+    fn resume(&self, _: &Tp) -> bool {
+        true
+    }
+}
+
+/// The durable consumer, created if missing; an existing one must acknowledge explicitly and
+/// never give a message up.
+async fn durable(
+    js: &Context,
+    pipeline: &Pipeline,
+    source: &JetStreamSource,
+) -> Result<PullConsumer, StartError> {
+    let settings = pipeline.jetstream.consumer();
+    let stream = js
+        .get_stream(source.stream())
+        .await
+        .map_err(|e| StartError::JetStream(format!("stream {}: {e}", source.stream())))?;
+    let mut consumer: PullConsumer = stream
+        .get_or_create_consumer(&settings.durable, pull_config(source, &settings))
+        .await
+        .map_err(|e| StartError::JetStream(format!("consumer {}: {e}", settings.durable)))?;
+    let config = &consumer
+        .info()
+        .await
+        .map_err(|e| StartError::JetStream(e.to_string()))?
+        .config;
+    if config.ack_policy != AckPolicy::Explicit || config.max_deliver > 0 {
+        return Err(StartError::Consumer(format!(
+            "the durable {} exists with ack_policy {:?} and max_deliver {}: pico-nats needs \
+             explicit acks and unlimited deliveries (anything else can lose messages); delete \
+             it or name another jetstream.durable",
+            settings.durable, config.ack_policy, config.max_deliver
+        )));
+    }
+    if config.filter_subject != source.filter().unwrap_or_default() {
+        return Err(StartError::Consumer(format!(
+            "the durable {} reads {:?}, the pipeline's filter is {:?}: the filter is part of each \
+             record's identity; name another jetstream.durable for another filter",
+            settings.durable,
+            config.filter_subject,
+            source.filter().unwrap_or_default()
+        )));
+    }
+    Ok(consumer)
+}
+
+/// Where a delivered stream sequence stands.
+enum Seen {
+    /// Below the confirmed position: written and acknowledged before.
+    Confirmed,
+    /// Read before and not confirmed yet: buffered or being written.
+    Held,
+    /// Read now for the first time (taken as read).
+    New,
+}
+
+/// Where `seq` of `tp` stands; a new one is taken as read.
+fn seen_before(shared: &Shared, tp: &Tp, seq: u64) -> Seen {
+    let mut progress = lock(&shared.progress);
+    let p = progress.entry(tp.clone()).or_default();
+    if p.cursor().is_some_and(|c| seq < c) {
+        Seen::Confirmed
+    } else if p.read_position().is_some_and(|r| seq < r) {
+        Seen::Held
+    } else {
+        p.read(seq);
+        Seen::New
+    }
+}
+
+/// Sends an in-progress acknowledgement for every message held, every third of `ack_wait`.
+fn keep_held_alive(
+    client: async_nats::Client,
+    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    ack_wait: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = (ack_wait / 3).max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(every).await;
+            let replies: Vec<Subject> = lock(&held).values().cloned().collect();
+            for reply in replies {
+                if let Err(e) = client.publish(reply, IN_PROGRESS.into()).await {
+                    warn!(error = %e, "in-progress acknowledgement not sent");
+                }
+            }
+        }
+    })
+}
+
+/// Opens the sink (riding out a destination that is down), then runs the pipeline until
+/// `shutdown` completes (then drains) or a batch cannot be delivered.
+pub async fn run(
+    pipeline: &Pipeline,
+    sink: Arc<dyn Sink>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Exit, StartError> {
+    tokio::pin!(shutdown);
+    let source = pipeline
+        .jetstream
+        .source()
+        .map_err(|e| StartError::Consumer(e.to_string()))?;
+    let metrics = Arc::new(Metrics::new(METRICS_PREFIX));
+    let probes = pipeline.metrics.clone().unwrap_or_default();
+    let health = Arc::new(Health::new(
+        Duration::from_millis(probes.unready_after_ms),
+        Duration::from_millis(probes.stalled_after_ms),
+    ));
+    let _endpoint: Option<Endpoint> = match &pipeline.metrics {
+        Some(m) => Some(
+            pico_runtime::endpoint::serve(m.listen, metrics.clone(), health.clone())
+                .await
+                .map_err(|source| StartError::Metrics {
+                    address: m.listen,
+                    source,
+                })?,
+        ),
+        None => None,
+    };
+    metrics.sink_described(&sink.describe());
+    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone(), health.clone()));
+    let opened = open_through_outage(
+        sink.clone(),
+        pipeline.retry.policy(),
+        pipeline.retry.max_retry_duration(),
+        shutdown.as_mut(),
+    )
+    .await;
+    if let Err(exit) = opened {
+        return Ok(exit);
+    }
+    health.opened();
+    let client = async_nats::connect(&pipeline.jetstream.url)
+        .await
+        .map_err(|e| StartError::JetStream(format!("{}: {e}", pipeline.jetstream.url)))?;
+    let js = jetstream::new(client.clone());
+    let mut consumer = durable(&js, pipeline, &source).await?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| StartError::JetStream(e.to_string()))?;
+    health.assigned(1);
+    let held: Arc<Mutex<BTreeMap<u64, Subject>>> = Arc::default();
+    let keeper = keep_held_alive(
+        client.clone(),
+        held.clone(),
+        Duration::from_millis(pipeline.jetstream.ack_wait_ms),
+    );
+    let broker = Arc::new(JetStreamBroker {
+        client: client.clone(),
+        js: js.clone(),
+        held: held.clone(),
+        dead_letters: pipeline.dead_letter.as_ref().map(|d| d.subject.clone()),
+    });
+    let shared = Arc::new(Shared::default());
+    let (failures, mut failed) = mpsc::unbounded_channel();
+    let (ready, mut wants_more) = mpsc::unbounded_channel();
+    let batch = pipeline.batch.limits(sink.commit_policy());
+    let kit = WorkerKit::new(
+        sink,
+        broker,
+        shared.clone(),
+        Channels { failures, ready },
+        (metrics.clone(), health.clone()),
+        &pipeline.retry,
+        &pipeline.chaos,
+    );
+    let tp: Tp = (source.topic().to_owned(), 0);
+    info!(
+        stream = source.stream(),
+        filter = source.filter().unwrap_or_default(),
+        durable = %pipeline.jetstream.durable,
+        max_records = batch.max_records,
+        max_bytes = batch.max_bytes,
+        linger_ms = batch.linger_ms,
+        "consuming"
+    );
+
+    let mut pending: HashMap<Tp, Pending> = HashMap::new();
+    let mut meters: HashMap<Tp, PartitionMeter> = HashMap::new();
+    let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
+    let progress_every = Duration::from_secs(pipeline.jetstream.progress_secs.max(1));
+    let lag_every = Duration::from_millis(probes.lag_interval_ms.max(1));
+    let (mut last_progress, mut last_lag) = (Instant::now(), Instant::now());
+    let ended = loop {
+        health.turned();
+        let paused = pending.get(&tp).is_some_and(|p| p.paused);
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break None,
+            Some(exit) = failed.recv() => break Some(exit),
+            Some(tp) = wants_more.recv() => {
+                forget_revoked(&shared, &mut pending, &mut meters);
+                flush(&tp, &mut pending, &kit, &batch, false);
+            }
+            message = messages.next(), if !paused => match message {
+                Some(Ok(m)) => {
+                    let record = match to_record(&source, &m) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            warn!(error = %e, "not a consumer's message: skipped");
+                            continue;
+                        }
+                    };
+                    let Some(reply) = m.reply.clone() else { continue };
+                    let seq = record.id.offset;
+                    match seen_before(&shared, &tp, seq) {
+                        Seen::Confirmed => {
+                            // Its acknowledgement was lost: acknowledged again.
+                            if let Err(e) = client.publish(reply, ACK.into()).await {
+                                warn!(error = %e, seq, "acknowledgement of a redelivery not sent");
+                            }
+                            continue;
+                        }
+                        Seen::Held => {
+                            // Buffered or being written: its newer reply subject replaces the
+                            // older.
+                            lock(&held).insert(seq, reply);
+                            debug!(seq, "delivered again while held: not handed on twice");
+                            continue;
+                        }
+                        Seen::New => {}
+                    }
+                    lock(&held).insert(seq, reply);
+                    let bytes = record_bytes(&record);
+                    meters
+                        .entry(tp.clone())
+                        .or_insert_with(|| metrics.partition(&tp.0, tp.1))
+                        .read(bytes);
+                    let buffer = pending.entry(tp.clone()).or_default();
+                    buffer.push(record);
+                    if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
+                        flush(&tp, &mut pending, &kit, &batch, false);
+                    }
+                }
+                Some(Err(e)) => {
+                    warn!(error = %e, "consumer error");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                None => {
+                    warn!("the message stream ended: pulling again");
+                    messages = consumer
+                        .messages()
+                        .await
+                        .map_err(|e| StartError::JetStream(e.to_string()))?;
+                }
+            },
+            _ = tick.tick() => {
+                let due = pending
+                    .get(&tp)
+                    .is_some_and(|p| !p.records.is_empty() && p.since.elapsed() >= batch.linger());
+                if due || paused {
+                    flush(&tp, &mut pending, &kit, &batch, false);
+                }
+                if last_progress.elapsed() >= progress_every {
+                    last_progress = Instant::now();
+                    shared.log_progress();
+                }
+                if pipeline.metrics.is_some() && last_lag.elapsed() >= lag_every {
+                    last_lag = Instant::now();
+                    if let Ok(info) = consumer.info().await {
+                        metrics.lag(&tp.0, tp.1, i64::try_from(info.num_pending).unwrap_or(i64::MAX));
+                    }
+                }
+            }
+        }
+    };
+    if let Some(exit) = ended {
+        shared.abort_workers();
+        keeper.abort();
+        return Ok(exit);
+    }
+    info!("shutdown requested: draining");
+    shared.draining.store(true, Ordering::SeqCst);
+    health.draining();
+    drop(messages);
+    flush(&tp, &mut pending, &kit, &batch, true);
+    while pending.get(&tp).is_some_and(|p| !p.records.is_empty()) {
+        tokio::select! {
+            Some(exit) = failed.recv() => { shared.abort_workers(); keeper.abort(); return Ok(exit); }
+            () = tokio::time::sleep(Duration::from_millis(20)) => flush(&tp, &mut pending, &kit, &batch, true),
+        }
+    }
+    shared.finish_workers().await;
+    keeper.abort();
+    if let Ok(exit) = failed.try_recv() {
+        return Ok(exit);
+    }
+    shared.log_progress();
+    info!("drained: every message read was delivered and acknowledged");
+    Ok(Exit::Drained)
+}
