@@ -13,8 +13,11 @@
 //!   acknowledgement, so the server does not deliver it again while it waits or is written.
 //! * **Dead letters**: published through JetStream to `[dead_letter] subject` (the stream that
 //!   captures it acknowledges each) before the position past them is confirmed.
-//! * **Shutdown**: fetching stops, everything held is delivered and acknowledged, then [`run`]
-//!   returns [`Exit::Drained`].
+//! * **Pulling**: explicit pull requests of about one batch, each waiting at most 500 ms, not
+//!   a continuous stream that prefetches: nothing is delivered to the process that it has not
+//!   read.
+//! * **Shutdown**: the pull request in flight is read to its end, everything held is delivered
+//!   and acknowledged, then [`run`] returns [`Exit::Drained`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -22,7 +25,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
+use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
 use async_nats::jetstream::{self, Context};
 use async_nats::{HeaderMap, Subject};
 use async_trait::async_trait;
@@ -218,6 +221,77 @@ fn seen_before(shared: &Shared, tp: &Tp, seq: u64) -> Seen {
     }
 }
 
+/// How long one pull request waits for its messages before it ends with fewer.
+const PULL_WAIT: Duration = Duration::from_millis(500);
+
+/// One pull request of up to `n` messages: it ends once they arrived or after [`PULL_WAIT`].
+/// Explicit requests (not a continuous stream) leave nothing delivered and unread when the
+/// loop stops asking: a drain reads the request in flight to its end and delivers it.
+async fn request(consumer: &PullConsumer, n: usize) -> Result<pull::Batch, String> {
+    consumer
+        .batch()
+        .max_messages(n)
+        .expires(PULL_WAIT)
+        .messages()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// What turns delivered messages into buffered records.
+struct Reader {
+    source: JetStreamSource,
+    tp: Tp,
+    client: async_nats::Client,
+    shared: Arc<Shared>,
+    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Reader {
+    /// Buffers `message` in `pending` unless it is a redelivery of one written or held.
+    async fn take(
+        &self,
+        message: jetstream::Message,
+        pending: &mut HashMap<Tp, Pending>,
+        meters: &mut HashMap<Tp, PartitionMeter>,
+    ) {
+        let record = match to_record(&self.source, &message) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(error = %e, "not a consumer's message: skipped");
+                return;
+            }
+        };
+        let Some(reply) = message.reply.clone() else {
+            return;
+        };
+        let seq = record.id.offset;
+        match seen_before(&self.shared, &self.tp, seq) {
+            Seen::Confirmed => {
+                // Its acknowledgement was lost: acknowledged again.
+                if let Err(e) = self.client.publish(reply, ACK.into()).await {
+                    warn!(error = %e, seq, "acknowledgement of a redelivery not sent");
+                }
+                return;
+            }
+            Seen::Held => {
+                // Buffered or being written: its newer reply subject replaces the older.
+                lock(&self.held).insert(seq, reply);
+                debug!(seq, "delivered again while held: not handed on twice");
+                return;
+            }
+            Seen::New => {}
+        }
+        lock(&self.held).insert(seq, reply);
+        let tp = &self.tp;
+        meters
+            .entry(tp.clone())
+            .or_insert_with(|| self.metrics.partition(&tp.0, tp.1))
+            .read(record_bytes(&record));
+        pending.entry(tp.clone()).or_default().push(record);
+    }
+}
+
 /// Sends an in-progress acknowledgement for every message held, every third of `ack_wait`.
 fn keep_held_alive(
     client: async_nats::Client,
@@ -285,10 +359,6 @@ pub async fn run(
         .map_err(|e| StartError::JetStream(format!("{}: {e}", pipeline.jetstream.url)))?;
     let js = jetstream::new(client.clone());
     let mut consumer = durable(&js, pipeline, &source).await?;
-    let mut messages = consumer
-        .messages()
-        .await
-        .map_err(|e| StartError::JetStream(e.to_string()))?;
     health.assigned(1);
     let held: Arc<Mutex<BTreeMap<u64, Subject>>> = Arc::default();
     let keeper = keep_held_alive(
@@ -316,6 +386,22 @@ pub async fn run(
         &pipeline.chaos,
     );
     let tp: Tp = (source.topic().to_owned(), 0);
+    // Each request asks for about a batch, within what the server hands out unacknowledged.
+    let per_request = batch.max_records.clamp(
+        1,
+        usize::try_from(pipeline.jetstream.max_ack_pending).unwrap_or(usize::MAX),
+    );
+    let mut pulled = request(&consumer, per_request)
+        .await
+        .map_err(StartError::JetStream)?;
+    let reader = Reader {
+        source: source.clone(),
+        tp: tp.clone(),
+        client: client.clone(),
+        shared: shared.clone(),
+        held: held.clone(),
+        metrics: metrics.clone(),
+    };
     info!(
         stream = source.stream(),
         filter = source.filter().unwrap_or_default(),
@@ -343,43 +429,12 @@ pub async fn run(
                 forget_revoked(&shared, &mut pending, &mut meters);
                 flush(&tp, &mut pending, &kit, &batch, false);
             }
-            message = messages.next(), if !paused => match message {
+            message = pulled.next(), if !paused => match message {
                 Some(Ok(m)) => {
-                    let record = match to_record(&source, &m) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            warn!(error = %e, "not a consumer's message: skipped");
-                            continue;
-                        }
-                    };
-                    let Some(reply) = m.reply.clone() else { continue };
-                    let seq = record.id.offset;
-                    match seen_before(&shared, &tp, seq) {
-                        Seen::Confirmed => {
-                            // Its acknowledgement was lost: acknowledged again.
-                            if let Err(e) = client.publish(reply, ACK.into()).await {
-                                warn!(error = %e, seq, "acknowledgement of a redelivery not sent");
-                            }
-                            continue;
-                        }
-                        Seen::Held => {
-                            // Buffered or being written: its newer reply subject replaces the
-                            // older.
-                            lock(&held).insert(seq, reply);
-                            debug!(seq, "delivered again while held: not handed on twice");
-                            continue;
-                        }
-                        Seen::New => {}
-                    }
-                    lock(&held).insert(seq, reply);
-                    let bytes = record_bytes(&record);
-                    meters
-                        .entry(tp.clone())
-                        .or_insert_with(|| metrics.partition(&tp.0, tp.1))
-                        .read(bytes);
-                    let buffer = pending.entry(tp.clone()).or_default();
-                    buffer.push(record);
-                    if buffer.records.len() >= batch.max_records || buffer.bytes >= batch.max_bytes {
+                    reader.take(m, &mut pending, &mut meters).await;
+                    if pending.get(&tp).is_some_and(|b| {
+                        b.records.len() >= batch.max_records || b.bytes >= batch.max_bytes
+                    }) {
                         flush(&tp, &mut pending, &kit, &batch, false);
                     }
                 }
@@ -387,13 +442,13 @@ pub async fn run(
                     warn!(error = %e, "consumer error");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                None => {
-                    warn!("the message stream ended: pulling again");
-                    messages = consumer
-                        .messages()
-                        .await
-                        .map_err(|e| StartError::JetStream(e.to_string()))?;
-                }
+                None => match request(&consumer, per_request).await {
+                    Ok(next) => pulled = next,
+                    Err(e) => {
+                        warn!(error = %e, "pull request refused: asking again");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                },
             },
             _ = tick.tick() => {
                 let due = pending
@@ -423,7 +478,13 @@ pub async fn run(
     info!("shutdown requested: draining");
     shared.draining.store(true, Ordering::SeqCst);
     health.draining();
-    drop(messages);
+    // The pull request in flight is read to its end: nothing stays delivered and unread.
+    while let Some(m) = pulled.next().await {
+        match m {
+            Ok(m) => reader.take(m, &mut pending, &mut meters).await,
+            Err(e) => warn!(error = %e, "consumer error while draining"),
+        }
+    }
     flush(&tp, &mut pending, &kit, &batch, true);
     while pending.get(&tp).is_some_and(|p| !p.records.is_empty()) {
         tokio::select! {

@@ -197,3 +197,111 @@ async fn every_message_is_written_once_acknowledged_after_and_refused_ones_dead_
         started.elapsed().as_millis()
     );
 }
+
+/// Writes slowly: each batch takes 30 ms.
+struct Slow {
+    written: Arc<Mutex<Vec<u64>>>,
+}
+
+#[async_trait]
+impl Sink for Slow {
+    async fn open(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let mut written = self.written.lock().unwrap();
+        written.extend(batch.records().iter().map(|r| r.id.offset));
+        Ok(Outcome::new(
+            WriteReport::written(batch.records().len()),
+            Vec::new(),
+        ))
+    }
+
+    fn describe(&self) -> Description {
+        Description::new("slow", "test", Claim::NoVisibleDuplicate)
+    }
+}
+
+#[tokio::test]
+async fn a_drain_in_mid_stream_leaves_nothing_delivered_and_unacknowledged() {
+    let server = nats_server().await;
+    let js = jetstream::new(async_nats::connect(&server.url).await.unwrap());
+    js.create_stream(stream::Config {
+        name: "ORDERS".into(),
+        subjects: vec!["orders.>".into()],
+        ..stream::Config::default()
+    })
+    .await
+    .unwrap();
+    // More than the buffer holds before its partition pauses (16 batches of 20): the drain
+    // comes while the stream still has messages.
+    const MESSAGES: u64 = 3_000;
+    for s in 1..=MESSAGES {
+        js.publish("orders.eu", format!("order {s}").into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let pipeline = Pipeline::from_toml(&format!(
+        "[jetstream]\nurl = \"{}\"\nstream = \"ORDERS\"\ndurable = \"pico\"\n\
+         [batch]\nmax_records = 20\nlinger_ms = 50\n[sink]\nkind = \"stdout\"\n",
+        server.url
+    ))
+    .unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::new(Slow {
+        written: written.clone(),
+    });
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        pico_nats::run(&pipeline, sink, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    while written.lock().unwrap().len() < 60 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = stop.send(());
+    assert_eq!(run.await.unwrap().unwrap(), Exit::Drained);
+    let written = written.lock().unwrap().clone();
+    let mut consumer: jetstream::consumer::PullConsumer = js
+        .get_stream("ORDERS")
+        .await
+        .unwrap()
+        .get_consumer("pico")
+        .await
+        .unwrap();
+    let info = consumer.info().await.unwrap().clone();
+    let floor = info.ack_floor.stream_sequence;
+    assert!(
+        floor < MESSAGES,
+        "the drain came in mid-stream: floor {floor}"
+    );
+    assert_eq!(
+        info.num_ack_pending, 0,
+        "delivered to the stopped process and not acknowledged (ack floor {floor})"
+    );
+    assert_eq!(
+        written,
+        (1..=floor).collect::<Vec<_>>(),
+        "written in order up to the floor"
+    );
+    assert_eq!(
+        info.num_pending,
+        MESSAGES - floor,
+        "the rest waits for the next process"
+    );
+    println!(
+        "drained after {} written: ack floor {floor}, 0 pending acknowledgement, {} left",
+        written.len(),
+        info.num_pending
+    );
+}
