@@ -18,12 +18,15 @@
 //! * the dead-letter headers that say where a refused record came from ([`dead_letter`]);
 //! * what an operator sees: metrics under the runtime's own prefix ([`metrics`], [`metered`]),
 //!   the `/metrics`, `/health` and `/ready` endpoint ([`endpoint`], [`health`]), logging
-//!   ([`logging`]); and SIGTERM/SIGINT ([`signals`]).
+//!   ([`logging`]); and SIGTERM/SIGINT ([`signals`]);
+//! * what a runtime does before it reads ([`start`]), its pipeline file read and checked
+//!   ([`pipeline_file`]), and its binary's command line ([`cli`]).
 //!
-//! pico-kafka is the runtime built on it for the Kafka protocol.
+//! pico-kafka (the Kafka protocol) and pico-nats (NATS JetStream) are the runtimes built on it.
 
 pub mod assemble;
 pub mod chaos;
+pub mod cli;
 pub mod dead_letter;
 pub mod endpoint;
 pub mod exit;
@@ -37,9 +40,11 @@ pub mod metrics;
 pub mod mutants;
 pub mod outage;
 pub mod pending;
+pub mod pipeline_file;
 pub mod settings;
 pub mod signals;
 pub mod sinks;
+pub mod start;
 pub mod tracker;
 pub mod worker;
 

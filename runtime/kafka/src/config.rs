@@ -30,6 +30,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use pico_runtime::pipeline_file::ConfigError;
+use pico_runtime::pipeline_file::{self, PipelineFile};
 pub use pico_runtime::settings::{
     BatchLimits, BatchSettings, ChaosSettings, LogFormat, LogSettings, MetricsSettings,
     RetrySettings,
@@ -123,56 +125,19 @@ impl DeadLetterSettings {
     }
 }
 
-/// Why a pipeline file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// Unreadable file.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Not a pipeline.
-    #[error("{path} is not a valid pipeline file: {source}")]
-    Parse {
-        /// The file.
-        path: String,
-        /// Why.
-        source: toml::de::Error,
-    },
-    /// Parsed, but not usable.
-    #[error("{0}")]
-    Invalid(String),
-}
-
 impl Pipeline {
     /// Reads and checks a pipeline file.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::from_toml(&text).map_err(|e| match e {
-            ConfigError::Parse { source, .. } => ConfigError::Parse {
-                path: path.display().to_string(),
-                source,
-            },
-            other => other,
-        })
+        pipeline_file::read(path)
     }
 
     /// Parses and checks a pipeline from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let pipeline: Pipeline = toml::from_str(text).map_err(|source| ConfigError::Parse {
-            path: "pipeline".into(),
-            source,
-        })?;
-        pipeline.check()?;
-        Ok(pipeline)
+        pipeline_file::parse(text, "pipeline")
     }
+}
 
+impl PipelineFile for Pipeline {
     fn check(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.into()));
         if self.kafka.topics.is_empty() {
@@ -203,6 +168,22 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    fn log(&self) -> &LogSettings {
+        &self.log
+    }
+
+    fn sink(&self) -> &SinkSettings {
+        &self.sink
+    }
+
+    fn chaos(&self) -> &ChaosSettings {
+        &self.chaos
+    }
+
+    fn consumer(&self) -> String {
+        format!("group {}", self.kafka.group)
     }
 }
 

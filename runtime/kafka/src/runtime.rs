@@ -55,14 +55,12 @@ use tracing::{debug, info, warn};
 
 pub use pico_runtime::Exit;
 use pico_runtime::dead_letter::origin_headers;
-use pico_runtime::endpoint::Endpoint;
 use pico_runtime::fence::CommitFence;
 use pico_runtime::health::Health;
 use pico_runtime::lock;
-use pico_runtime::metered::Metered;
 use pico_runtime::metrics::{Metrics, PartitionMeter};
-use pico_runtime::outage::open_through_outage;
 use pico_runtime::pending::{Pending, record_bytes};
+use pico_runtime::start::{MetricsUnavailable, Started, start};
 use pico_runtime::tracker::Tp;
 use pico_runtime::worker::{Broker, Channels, Shared, WorkerKit, flush, forget_revoked};
 
@@ -76,13 +74,8 @@ pub enum StartError {
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
     /// The `[metrics]` listener could not bind its address.
-    #[error("cannot serve /metrics on {address}: {source}; set [metrics] listen to a free address")]
-    Metrics {
-        /// The address of `[metrics] listen`.
-        address: std::net::SocketAddr,
-        /// Why it could not bind.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Metrics(#[from] MetricsUnavailable),
 }
 
 /// The consumer's context: rebalance callbacks, and librdkafka's statistics (the lag).
@@ -321,38 +314,24 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit, StartError> {
     tokio::pin!(shutdown);
-    let metrics = Arc::new(Metrics::new(METRICS_PREFIX));
-    let probes = pipeline.metrics.clone().unwrap_or_default();
-    let health = Arc::new(Health::new(
-        Duration::from_millis(probes.unready_after_ms),
-        Duration::from_millis(probes.stalled_after_ms),
-    ));
-    // Served from the start (a destination down at start shows in `/ready`), and stopped when
-    // `run` returns, whichever way.
-    let _endpoint: Option<Endpoint> = match &pipeline.metrics {
-        Some(m) => Some(
-            pico_runtime::endpoint::serve(m.listen, metrics.clone(), health.clone())
-                .await
-                .map_err(|source| StartError::Metrics {
-                    address: m.listen,
-                    source,
-                })?,
-        ),
-        None => None,
-    };
-    metrics.sink_described(&sink.describe());
-    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone(), health.clone()));
-    let opened = open_through_outage(
-        sink.clone(),
-        pipeline.retry.policy(),
-        pipeline.retry.max_retry_duration(),
+    let started = start(
+        METRICS_PREFIX,
+        pipeline.metrics.as_ref(),
+        &pipeline.retry,
+        sink,
         shutdown.as_mut(),
     )
-    .await;
-    if let Err(exit) = opened {
-        return Ok(exit);
-    }
-    health.opened();
+    .await?;
+    // The endpoint serves until `run` returns, whichever way.
+    let Started {
+        metrics,
+        health,
+        sink,
+        endpoint: _endpoint,
+    } = match started {
+        Ok(started) => started,
+        Err(exit) => return Ok(exit),
+    };
     let shared = Arc::new(Shared::default());
     let consumer: Arc<Kafka> =
         Arc::new(consumer_config(pipeline).create_with_context(Context {

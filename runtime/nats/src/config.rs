@@ -22,6 +22,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+pub use pico_runtime::pipeline_file::ConfigError;
+use pico_runtime::pipeline_file::{self, PipelineFile};
 use pico_runtime::settings::{
     BatchSettings, ChaosSettings, LogSettings, MetricsSettings, RetrySettings,
 };
@@ -126,54 +128,19 @@ pub struct DeadLetterSettings {
     pub subject: String,
 }
 
-/// Why a pipeline file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// Unreadable file.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Not a pipeline.
-    #[error("{path} is not a valid pipeline file: {source}")]
-    Parse {
-        /// The file.
-        path: String,
-        /// Why.
-        source: toml::de::Error,
-    },
-    /// Parsed, but not usable.
-    #[error("{0}")]
-    Invalid(String),
-}
-
 impl Pipeline {
     /// Reads and checks a pipeline file.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        pipeline_file::read(path)
     }
 
     /// Parses and checks a pipeline from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        Self::parse(text, "pipeline")
+        pipeline_file::parse(text, "pipeline")
     }
+}
 
-    fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let pipeline: Pipeline = toml::from_str(text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })?;
-        pipeline.check()?;
-        Ok(pipeline)
-    }
-
+impl PipelineFile for Pipeline {
     fn check(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.into()));
         let source = self.jetstream.source()?;
@@ -202,6 +169,22 @@ impl Pipeline {
             );
         }
         Ok(())
+    }
+
+    fn log(&self) -> &LogSettings {
+        &self.log
+    }
+
+    fn sink(&self) -> &SinkSettings {
+        &self.sink
+    }
+
+    fn chaos(&self) -> &ChaosSettings {
+        &self.chaos
+    }
+
+    fn consumer(&self) -> String {
+        format!("durable {}", self.jetstream.durable)
     }
 }
 

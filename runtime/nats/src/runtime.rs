@@ -32,14 +32,11 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use pico_runtime::Exit;
 use pico_runtime::dead_letter::origin_headers;
-use pico_runtime::endpoint::Endpoint;
 use pico_runtime::fence::CommitFence;
-use pico_runtime::health::Health;
 use pico_runtime::lock;
-use pico_runtime::metered::Metered;
 use pico_runtime::metrics::{Metrics, PartitionMeter};
-use pico_runtime::outage::open_through_outage;
 use pico_runtime::pending::{Pending, record_bytes};
+use pico_runtime::start::{MetricsUnavailable, Started, start};
 use pico_runtime::tracker::Tp;
 use pico_runtime::worker::{Broker, Channels, Shared, WorkerKit, flush, forget_revoked};
 use pico_sink::identity::jetstream::JetStreamSource;
@@ -67,13 +64,8 @@ pub enum StartError {
     #[error("{0}")]
     Consumer(String),
     /// The `[metrics]` listener could not bind its address.
-    #[error("cannot serve /metrics on {address}: {source}; set [metrics] listen to a free address")]
-    Metrics {
-        /// The address of `[metrics] listen`.
-        address: std::net::SocketAddr,
-        /// Why it could not bind.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Metrics(#[from] MetricsUnavailable),
 }
 
 /// The JetStream side of the worker: explicit acks up to the confirmed position, dead letters
@@ -324,36 +316,24 @@ pub async fn run(
         .jetstream
         .source()
         .map_err(|e| StartError::Consumer(e.to_string()))?;
-    let metrics = Arc::new(Metrics::new(METRICS_PREFIX));
-    let probes = pipeline.metrics.clone().unwrap_or_default();
-    let health = Arc::new(Health::new(
-        Duration::from_millis(probes.unready_after_ms),
-        Duration::from_millis(probes.stalled_after_ms),
-    ));
-    let _endpoint: Option<Endpoint> = match &pipeline.metrics {
-        Some(m) => Some(
-            pico_runtime::endpoint::serve(m.listen, metrics.clone(), health.clone())
-                .await
-                .map_err(|source| StartError::Metrics {
-                    address: m.listen,
-                    source,
-                })?,
-        ),
-        None => None,
-    };
-    metrics.sink_described(&sink.describe());
-    let sink: Arc<dyn Sink> = Arc::new(Metered::new(sink, metrics.clone(), health.clone()));
-    let opened = open_through_outage(
-        sink.clone(),
-        pipeline.retry.policy(),
-        pipeline.retry.max_retry_duration(),
+    let started = start(
+        METRICS_PREFIX,
+        pipeline.metrics.as_ref(),
+        &pipeline.retry,
+        sink,
         shutdown.as_mut(),
     )
-    .await;
-    if let Err(exit) = opened {
-        return Ok(exit);
-    }
-    health.opened();
+    .await?;
+    // The endpoint serves until `run` returns, whichever way.
+    let Started {
+        metrics,
+        health,
+        sink,
+        endpoint: _endpoint,
+    } = match started {
+        Ok(started) => started,
+        Err(exit) => return Ok(exit),
+    };
     let client = async_nats::connect(&pipeline.jetstream.url)
         .await
         .map_err(|e| StartError::JetStream(format!("{}: {e}", pipeline.jetstream.url)))?;
@@ -416,6 +396,7 @@ pub async fn run(
     let mut meters: HashMap<Tp, PartitionMeter> = HashMap::new();
     let mut tick = tokio::time::interval((batch.linger() / 4).max(Duration::from_millis(10)));
     let progress_every = Duration::from_secs(pipeline.jetstream.progress_secs.max(1));
+    let probes = pipeline.metrics.clone().unwrap_or_default();
     let lag_every = Duration::from_millis(probes.lag_interval_ms.max(1));
     let (mut last_progress, mut last_lag) = (Instant::now(), Instant::now());
     let ended = loop {
