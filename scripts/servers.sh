@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Test infrastructure for CI and developers: unpacks the server binaries that no package
-# registry ships (Meilisearch, Quickwit, tansu), built from their public sources and kept in
-# the shared folder beside the checkout, and prints the variables that point the suite's native
-# providers at them. Use: eval "$(bash scripts/servers.sh)".
+# registry ships (Meilisearch, Quickwit, tansu, the Apache Iggy server), built from their public
+# sources and kept in the shared folder beside the checkout, and prints the variables that point
+# the suite's native providers (and pico-iggy's tests) at them. Use: eval "$(bash scripts/servers.sh)".
 #
 # The project never needs these files: without them the targets use a binary on PATH, the
 # docker provider or an external URL, or are reported "not verified here" with the reason.
@@ -28,7 +28,8 @@ mkdir -p "$dest"
 # name, file pattern, variable
 for entry in "meilisearch:meilisearch-v*-linux-x86_64.zst:PICO_MEILISEARCH_BIN" \
              "quickwit:quickwit-*-linux-x86_64.zst:PICO_QUICKWIT_BIN" \
-             "tansu:tansu-*-linux-x86_64.zst:PICO_TANSU_BIN"; do
+             "tansu:tansu-*-linux-x86_64.zst:PICO_TANSU_BIN" \
+             "iggy-server:iggy-server-*-linux-x86_64.zst:PICO_IGGY_SERVER_BIN"; do
   name=${entry%%:*}; rest=${entry#*:}; pattern=${rest%%:*}; var=${rest#*:}
   archive=$(ls "$shared"/$pattern 2>/dev/null | sort | tail -n 1)
   if [ -z "$archive" ]; then

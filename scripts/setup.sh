@@ -21,6 +21,8 @@ command -v influxd >/dev/null 2>&1 || need+=(influxdb)
 [ -x /usr/sbin/clickhouse-server ] || command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server)
 # nats-server (JetStream): pico-nats's tests start it.
 command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
+# hwloc: the Apache Iggy server binary pico-iggy's tests start (scripts/servers.sh) links it.
+{ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep 'libhwloc\.so\.15' >/dev/null || need+=(libhwloc15)
 # Prometheus (and promtool): scrapes pico-kafka's /metrics in the runtime tests.
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # Chromium (headless): the browser test of the HTML duplicate-behaviour report.

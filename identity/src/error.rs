@@ -34,6 +34,14 @@ pub enum IdentityError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An Iggy stream or topic name Iggy would refuse, or a topic that is not an Iggy source's.
+    #[error("not an Iggy source ({reason}): {text:?}")]
+    BadIggySource {
+        /// The name or topic that was given (cut to 200 bytes).
+        text: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The text does not carry the namespace of the scope it was parsed in.
     #[error("identity {text:?} does not belong to namespace {expected:?}")]
     WrongNamespace {

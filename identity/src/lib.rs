@@ -16,7 +16,7 @@
 //!   limit. Each is listed in [`ENCODINGS`] with whether it is injective or hash-shortened.
 //! * The column names every table-shaped destination uses ([`columns`]).
 //! * How other brokers' positions map onto the identity: NATS JetStream's stream sequence
-//!   ([`jetstream`]).
+//!   ([`jetstream`]), Apache Iggy's partition offset ([`iggy`]).
 //!
 //! ```
 //! use pico_identity::{BatchId, Namespace, RecordId, Scope};
@@ -38,6 +38,7 @@ pub mod columns;
 mod encodings;
 mod error;
 mod escape;
+pub mod iggy;
 pub mod jetstream;
 mod namespace;
 mod record_id;

@@ -1,0 +1,283 @@
+//! The consumer group the runtime is built on: a member that reads the partitions the group
+//! assigns it from positions it keeps itself, and stores a partition's offset only once the
+//! sink confirmed everything up to it.
+//!
+//! Three facts of the Iggy server (0.9.0-edge.5, measured in `tests/group.rs`) shape it:
+//!
+//! * a poll with the `next` strategy starts after the group's **stored** offset, so a member
+//!   that stores only after its sink confirmed would be handed the same messages again on every
+//!   poll: the member polls by offset, from a position per partition it advances itself, and
+//!   starts a partition at the stored offset + 1;
+//! * a poll with `auto_commit` stores the offset when the messages are served — before any
+//!   sink has written them; a member killed then loses them. The member never asks for it;
+//! * the server **fences** both: it refuses a poll of a partition the member does not own, and
+//!   a store of an offset of a partition the member neither owns nor is handing over. What a
+//!   member stores is always the end of what its sink wrote, so a store, accepted or fenced,
+//!   never moves the group past a message not written.
+
+use iggy::prelude::Client;
+use iggy::prelude::{
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyError, IggyMessage,
+    MessageClient, PollingStrategy, TcpClient,
+};
+use iggy_binary_protocol::codes::SYNC_CONSUMER_GROUP_CODE;
+use iggy_binary_protocol::requests::consumer_groups::SyncConsumerGroupRequest;
+use iggy_binary_protocol::responses::consumer_groups::SyncConsumerGroupResponse;
+use iggy_binary_protocol::{WireDecode, WireEncode, WireIdentifier};
+use iggy_common::{BinaryTransport, RESYNC_REQUIRED_PARTITION_SENTINEL};
+use pico_sink::identity::iggy::IggySource;
+
+/// What went wrong talking to the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsumerError {
+    /// The connection string is not one the Iggy client takes.
+    #[error("iggy url {url:?}: {source}; write it as iggy://USER:PASSWORD@HOST:PORT")]
+    Url {
+        /// The connection string, its password hidden.
+        url: String,
+        /// What the client said.
+        source: IggyError,
+    },
+    /// The server refused or failed a request.
+    #[error("iggy: {what}: {source}")]
+    Server {
+        /// What was asked.
+        what: String,
+        /// What the server or client said.
+        source: IggyError,
+    },
+    /// A name the wire protocol cannot carry.
+    #[error("iggy: {0}")]
+    Name(String),
+}
+
+/// The partitions the group assigns this member, in one generation of the group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// Rises with each rebalance.
+    pub generation: u64,
+    /// The partitions this member may read.
+    pub partitions: Vec<u32>,
+}
+
+/// What a poll of one partition got.
+#[derive(Debug)]
+pub enum Polled {
+    /// Messages from the asked offset on (none when the partition has nothing beyond it).
+    Messages(Vec<IggyMessage>),
+    /// The group took the partition from this member: re-read the assignment.
+    NotOwned,
+}
+
+/// A member of a consumer group of one topic.
+pub struct GroupMember {
+    client: TcpClient,
+    source: IggySource,
+    stream: Identifier,
+    topic: Identifier,
+    group: Identifier,
+    group_name: String,
+    consumer: Consumer,
+}
+
+impl GroupMember {
+    /// Connects to `url` (`iggy://USER:PASSWORD@HOST:PORT`), signs in, creates the consumer
+    /// group `group` on `source` if it does not exist, and joins it.
+    pub async fn join(url: &str, source: &IggySource, group: &str) -> Result<Self, ConsumerError> {
+        let client =
+            TcpClient::from_connection_string(url).map_err(|source| ConsumerError::Url {
+                url: hide_password(url),
+                source,
+            })?;
+        client
+            .connect()
+            .await
+            .map_err(|e| server(format!("connecting to {}", hide_password(url)), e))?;
+        let named = |name: &str| {
+            Identifier::named(name).map_err(|e| ConsumerError::Name(format!("{name:?}: {e}")))
+        };
+        let member = Self {
+            stream: named(source.stream())?,
+            topic: named(source.topic_name())?,
+            group: named(group)?,
+            consumer: Consumer::group(named(group)?),
+            group_name: group.to_owned(),
+            source: source.clone(),
+            client,
+        };
+        let existing = member
+            .client
+            .get_consumer_group(&member.stream, &member.topic, &member.group)
+            .await
+            .map_err(|e| server(format!("reading consumer group {group}"), e))?;
+        if existing.is_none() {
+            member
+                .client
+                .create_consumer_group(&member.stream, &member.topic, group)
+                .await
+                .map_err(|e| server(format!("creating consumer group {group}"), e))?;
+        }
+        member
+            .client
+            .join_consumer_group(&member.stream, &member.topic, &member.group)
+            .await
+            .map_err(|e| server(format!("joining consumer group {group}"), e))?;
+        Ok(member)
+    }
+
+    /// The topic this member reads.
+    pub fn source(&self) -> &IggySource {
+        &self.source
+    }
+
+    /// The partitions the group assigns this member now (asked of the group's coordinator;
+    /// a partition being handed over to another member is no longer among them).
+    pub async fn assignment(&self) -> Result<Assignment, ConsumerError> {
+        let wire = |name: &str| {
+            WireIdentifier::named(name).map_err(|e| ConsumerError::Name(format!("{name:?}: {e:?}")))
+        };
+        let request = SyncConsumerGroupRequest {
+            stream_id: wire(self.source.stream())?,
+            topic_id: wire(self.source.topic_name())?,
+            group_id: wire(&self.group_name)?,
+        };
+        let reply = self
+            .client
+            .send_raw_with_response(SYNC_CONSUMER_GROUP_CODE, request.to_bytes())
+            .await
+            .map_err(|e| server("reading this member's assignment".into(), e))?;
+        if reply.is_empty() {
+            // The coordinator answers every member, even one without partitions.
+            return Err(server(
+                "reading this member's assignment".into(),
+                IggyError::ConsumerGroupMemberNotFound(0, self.group.clone(), self.topic.clone()),
+            ));
+        }
+        let (reply, _) = SyncConsumerGroupResponse::decode(&reply).map_err(|e| {
+            ConsumerError::Name(format!("an assignment that does not decode: {e:?}"))
+        })?;
+        let mut partitions = reply.partitions;
+        partitions.sort_unstable();
+        Ok(Assignment {
+            generation: reply.generation,
+            partitions,
+        })
+    }
+
+    /// The offset the group stored for `partition`: the last one a member confirmed, `None`
+    /// when nothing was stored.
+    pub async fn stored(&self, partition: u32) -> Result<Option<u64>, ConsumerError> {
+        let info = self
+            .client
+            .get_consumer_offset(&self.consumer, &self.stream, &self.topic, Some(partition))
+            .await
+            .map_err(|e| {
+                server(
+                    format!("reading the stored offset of partition {partition}"),
+                    e,
+                )
+            })?;
+        Ok(info.map(|i| i.stored_offset))
+    }
+
+    /// Up to `count` messages of `partition` from offset `from` on. Stores nothing.
+    pub async fn poll(
+        &self,
+        partition: u32,
+        from: u64,
+        count: u32,
+    ) -> Result<Polled, ConsumerError> {
+        let polled = self
+            .client
+            .poll_messages(
+                &self.stream,
+                &self.topic,
+                Some(partition),
+                &self.consumer,
+                &PollingStrategy::offset(from),
+                count,
+                false,
+            )
+            .await;
+        match polled {
+            Ok(p)
+                if p.messages.is_empty()
+                    && p.partition_id == RESYNC_REQUIRED_PARTITION_SENTINEL =>
+            {
+                Ok(Polled::NotOwned)
+            }
+            Ok(p) => Ok(Polled::Messages(p.messages)),
+            Err(IggyError::ConsumerGroupPartitionNotOwned(..)) => Ok(Polled::NotOwned),
+            Err(e) => Err(server(
+                format!("polling partition {partition} from {from}"),
+                e,
+            )),
+        }
+    }
+
+    /// Stores `offset` as the last offset of `partition` the group has written: the next
+    /// member to own it starts after it.
+    pub async fn store(&self, partition: u32, offset: u64) -> Result<(), ConsumerError> {
+        self.client
+            .store_consumer_offset(
+                &self.consumer,
+                &self.stream,
+                &self.topic,
+                Some(partition),
+                offset,
+            )
+            .await
+            .map_err(|e| {
+                server(
+                    format!("storing offset {offset} of partition {partition}"),
+                    e,
+                )
+            })
+    }
+
+    /// Leaves the group and disconnects: the group hands this member's partitions to the
+    /// others at once, from the offsets stored.
+    pub async fn leave(self) -> Result<(), ConsumerError> {
+        self.client
+            .leave_consumer_group(&self.stream, &self.topic, &self.group)
+            .await
+            .map_err(|e| server("leaving the consumer group".into(), e))?;
+        let _ = self.client.disconnect().await;
+        Ok(())
+    }
+}
+
+fn server(what: String, source: IggyError) -> ConsumerError {
+    ConsumerError::Server { what, source }
+}
+
+/// `iggy://user:secret@host:port` → `iggy://user:***@host:port`, for messages and logs.
+pub fn hide_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hide_password;
+
+    #[test]
+    fn a_password_is_hidden() {
+        assert_eq!(
+            hide_password("iggy://iggy:s3cr@t@127.0.0.1:8090"),
+            "iggy://iggy:***@127.0.0.1:8090"
+        );
+        assert_eq!(
+            hide_password("iggy://127.0.0.1:8090"),
+            "iggy://127.0.0.1:8090"
+        );
+    }
+}

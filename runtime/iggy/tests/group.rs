@@ -1,0 +1,244 @@
+//! What the runtime relies on, measured against a real Iggy server (0.9.0-edge.5 here): the
+//! same offsets come back after a crash, polling `next` re-reads until an offset is stored
+//! (so the member polls by offset), storing at poll loses what a crash interrupts (the
+//! control: Iggy's own connector runtime's mode), and the server fences a member that lost a
+//! partition.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{iggy_server, produce, signed_in, topic};
+use iggy::prelude::{
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, MessageClient, PollingStrategy,
+};
+use pico_iggy::{GroupMember, Polled, to_record};
+use pico_sink::identity::iggy::IggySource;
+
+fn offsets(polled: &Polled) -> Vec<u64> {
+    match polled {
+        Polled::Messages(m) => m.iter().map(|m| m.header.offset).collect(),
+        Polled::NotOwned => panic!("not owned"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_after_a_crash_gets_the_same_offsets_from_the_stored_one() {
+    let server = iggy_server().await;
+    let partitions = topic(&server.url, "orders", "payments", 1).await;
+    let p = partitions[0];
+    println!("partition ids as the server numbers them: {partitions:?}");
+    produce(&server.url, "orders", "payments", p, "m", 10).await;
+    let source = IggySource::new("orders", "payments").unwrap();
+
+    let first = GroupMember::join(&server.url, &source, "sink")
+        .await
+        .unwrap();
+    let assigned = first.assignment().await.unwrap();
+    println!("first member's assignment: {assigned:?}");
+    assert_eq!(assigned.partitions, vec![p]);
+    assert_eq!(first.stored(p).await.unwrap(), None, "nothing stored yet");
+    let Polled::Messages(seen) = first.poll(p, 0, 100).await.unwrap() else {
+        panic!("not owned")
+    };
+    let seen_offsets: Vec<u64> = seen.iter().map(|m| m.header.offset).collect();
+    assert_eq!(seen_offsets, (0..10).collect::<Vec<u64>>());
+    // The sink wrote offsets 0..=4; the member stores 4, then dies (no leave, no disconnect
+    // message: the connection just goes).
+    first.store(p, 4).await.unwrap();
+    drop(first);
+
+    let second = GroupMember::join(&server.url, &source, "sink")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let assigned = loop {
+        let a = second.assignment().await.unwrap();
+        if a.partitions == vec![p] || started.elapsed() > Duration::from_secs(60) {
+            break a;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "second member's assignment after {:?}: {assigned:?}",
+        started.elapsed()
+    );
+    assert_eq!(assigned.partitions, vec![p], "the dead member's partition");
+    assert_eq!(second.stored(p).await.unwrap(), Some(4));
+    let Polled::Messages(again) = second.poll(p, 5, 100).await.unwrap() else {
+        panic!("not owned")
+    };
+    assert_eq!(
+        again.iter().map(|m| m.header.offset).collect::<Vec<_>>(),
+        (5..10).collect::<Vec<u64>>()
+    );
+    for (a, b) in seen[5..].iter().zip(&again) {
+        assert_eq!(
+            to_record(&source, p, a).unwrap(),
+            to_record(&source, p, b).unwrap()
+        );
+    }
+    println!(
+        "5 of 5 messages after the stored offset came again with their offsets and payloads; \
+         first identity {}",
+        to_record(&source, p, &again[0]).unwrap().id
+    );
+}
+
+/// Why the member polls by offset: `next` starts after the stored offset, so a member that
+/// stores only after its sink confirmed gets the same messages on every poll until then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_next_without_storing_reads_the_same_messages_again() {
+    let server = iggy_server().await;
+    let p = topic(&server.url, "s", "t", 1).await[0];
+    produce(&server.url, "s", "t", p, "m", 6).await;
+    let client = signed_in(&server.url).await.unwrap();
+    let (s, t, g) = (
+        Identifier::named("s").unwrap(),
+        Identifier::named("t").unwrap(),
+        Identifier::named("g").unwrap(),
+    );
+    client.create_consumer_group(&s, &t, "g").await.unwrap();
+    client.join_consumer_group(&s, &t, &g).await.unwrap();
+    let consumer = Consumer::group(g.clone());
+    let mut polls = Vec::new();
+    for _ in 0..2 {
+        let polled = client
+            .poll_messages(
+                &s,
+                &t,
+                Some(p),
+                &consumer,
+                &PollingStrategy::next(),
+                3,
+                false,
+            )
+            .await
+            .unwrap();
+        polls.push(
+            polled
+                .messages
+                .iter()
+                .map(|m| m.header.offset)
+                .collect::<Vec<_>>(),
+        );
+    }
+    println!("two `next` polls without a store: {polls:?}");
+    assert_eq!(polls, vec![vec![0, 1, 2], vec![0, 1, 2]]);
+    client
+        .store_consumer_offset(&consumer, &s, &t, Some(p), 2)
+        .await
+        .unwrap();
+    let polled = client
+        .poll_messages(
+            &s,
+            &t,
+            Some(p),
+            &consumer,
+            &PollingStrategy::next(),
+            3,
+            false,
+        )
+        .await
+        .unwrap();
+    let after: Vec<u64> = polled.messages.iter().map(|m| m.header.offset).collect();
+    println!("after storing 2: {after:?}");
+    assert_eq!(after, vec![3, 4, 5]);
+}
+
+/// The control: storing at poll (`auto_commit`, what Iggy's own connector runtime does) loses
+/// every message a crash interrupts between the poll and the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storing_at_poll_loses_what_a_crash_interrupts() {
+    let server = iggy_server().await;
+    let p = topic(&server.url, "s", "t", 1).await[0];
+    produce(&server.url, "s", "t", p, "m", 100).await;
+    let (s, t, g) = (
+        Identifier::named("s").unwrap(),
+        Identifier::named("t").unwrap(),
+        Identifier::named("g").unwrap(),
+    );
+    let consumer = Consumer::group(g.clone());
+    let dying = signed_in(&server.url).await.unwrap();
+    dying.create_consumer_group(&s, &t, "g").await.unwrap();
+    dying.join_consumer_group(&s, &t, &g).await.unwrap();
+    let polled = dying
+        .poll_messages(
+            &s,
+            &t,
+            Some(p),
+            &consumer,
+            &PollingStrategy::next(),
+            40,
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(polled.messages.len(), 40);
+    // The process dies before its sink wrote any of the 40.
+    drop(dying);
+
+    let source = IggySource::new("s", "t").unwrap();
+    let next = GroupMember::join(&server.url, &source, "g").await.unwrap();
+    let started = Instant::now();
+    while next.assignment().await.unwrap().partitions != vec![p] {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never reassigned"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let stored = next.stored(p).await.unwrap();
+    let resume = stored.map_or(0, |o| o + 1);
+    let polled = next.poll(p, resume, 1000).await.unwrap();
+    let delivered = offsets(&polled);
+    let lost = 100 - delivered.len();
+    println!(
+        "auto-commit at poll: stored {stored:?} after the crash; the next member resumes at \
+         {resume} and gets {} messages: {lost} of the 40 the dead one polled are lost",
+        delivered.len()
+    );
+    assert_eq!(stored, Some(39));
+    assert_eq!(lost, 40, "every message polled and not written is lost");
+}
+
+/// The fence: a member that no longer owns a partition is refused its polls and its stores,
+/// so a member that lost a partition cannot move the group's offset or read on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_is_refused_a_partition_the_group_gave_another() {
+    let server = iggy_server().await;
+    let partitions = topic(&server.url, "s", "t", 2).await;
+    for &p in &partitions {
+        produce(&server.url, "s", "t", p, "m", 10).await;
+    }
+    let source = IggySource::new("s", "t").unwrap();
+    let first = GroupMember::join(&server.url, &source, "g").await.unwrap();
+    let mine = first.assignment().await.unwrap();
+    println!("alone: {mine:?}");
+    assert_eq!(mine.partitions, partitions);
+    // Neither partition polled: a joining member takes one at once.
+    let second = GroupMember::join(&server.url, &source, "g").await.unwrap();
+    let (a, b) = (
+        first.assignment().await.unwrap(),
+        second.assignment().await.unwrap(),
+    );
+    println!("after a second member joined: first {a:?}, second {b:?}");
+    assert_eq!(a.partitions.len() + b.partitions.len(), 2);
+    assert!(a.generation > mine.generation);
+    let moved = b.partitions[0];
+    assert!(matches!(
+        first.poll(moved, 0, 10).await.unwrap(),
+        Polled::NotOwned
+    ));
+    let refused = first.store(moved, 9).await;
+    println!("the first member storing 9 on partition {moved} it lost: {refused:?}");
+    assert!(refused.is_err());
+    assert_eq!(
+        second.stored(moved).await.unwrap(),
+        None,
+        "the fence kept the offset"
+    );
+    second.store(moved, 3).await.unwrap();
+    assert_eq!(second.stored(moved).await.unwrap(), Some(3));
+}
