@@ -18,7 +18,7 @@
 use iggy::prelude::Client;
 use iggy::prelude::{
     Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyError, IggyMessage,
-    MessageClient, PollingStrategy, TcpClient,
+    MessageClient, Partitioning, PollingStrategy, TcpClient, TopicClient,
 };
 use iggy_binary_protocol::codes::SYNC_CONSUMER_GROUP_CODE;
 use iggy_binary_protocol::requests::consumer_groups::SyncConsumerGroupRequest;
@@ -64,7 +64,12 @@ pub struct Assignment {
 #[derive(Debug)]
 pub enum Polled {
     /// Messages from the asked offset on (none when the partition has nothing beyond it).
-    Messages(Vec<IggyMessage>),
+    Messages {
+        /// The messages, in offset order.
+        messages: Vec<IggyMessage>,
+        /// The partition's last offset when the server answered (its end, for the lag).
+        end: u64,
+    },
     /// The group took the partition from this member: re-read the assignment.
     NotOwned,
 }
@@ -93,9 +98,6 @@ impl GroupMember {
             .connect()
             .await
             .map_err(|e| server(format!("connecting to {}", hide_password(url)), e))?;
-        let named = |name: &str| {
-            Identifier::named(name).map_err(|e| ConsumerError::Name(format!("{name:?}: {e}")))
-        };
         let member = Self {
             stream: named(source.stream())?,
             topic: named(source.topic_name())?,
@@ -206,7 +208,10 @@ impl GroupMember {
             {
                 Ok(Polled::NotOwned)
             }
-            Ok(p) => Ok(Polled::Messages(p.messages)),
+            Ok(p) => Ok(Polled::Messages {
+                end: p.current_offset,
+                messages: p.messages,
+            }),
             Err(IggyError::ConsumerGroupPartitionNotOwned(..)) => Ok(Polled::NotOwned),
             Err(e) => Err(server(
                 format!("polling partition {partition} from {from}"),
@@ -235,9 +240,51 @@ impl GroupMember {
             })
     }
 
+    /// Joins the group again: after the connection was lost and restored the server no longer
+    /// counts this client as a member.
+    pub async fn rejoin(&self) -> Result<(), ConsumerError> {
+        self.client
+            .join_consumer_group(&self.stream, &self.topic, &self.group)
+            .await
+            .map_err(|e| {
+                server(
+                    format!("joining consumer group {} again", self.group_name),
+                    e,
+                )
+            })
+    }
+
+    /// Whether the topic `target` exists.
+    pub async fn topic_exists(&self, target: &IggySource) -> Result<bool, ConsumerError> {
+        let stream = named(target.stream())?;
+        let topic = named(target.topic_name())?;
+        let found = self
+            .client
+            .get_topic(&stream, &topic)
+            .await
+            .map_err(|e| server(format!("reading topic {}", target.topic()), e))?;
+        Ok(found.is_some())
+    }
+
+    /// Appends `messages` to `target`, spread over its partitions; returns once the server
+    /// answered.
+    pub async fn send(
+        &self,
+        target: &IggySource,
+        messages: &mut [IggyMessage],
+    ) -> Result<(), ConsumerError> {
+        let stream = named(target.stream())?;
+        let topic = named(target.topic_name())?;
+        self.client
+            .send_messages(&stream, &topic, &Partitioning::balanced(), messages)
+            .await
+            .map_err(|e| server(format!("sending to {}", target.topic()), e))?;
+        Ok(())
+    }
+
     /// Leaves the group and disconnects: the group hands this member's partitions to the
     /// others at once, from the offsets stored.
-    pub async fn leave(self) -> Result<(), ConsumerError> {
+    pub async fn leave(&self) -> Result<(), ConsumerError> {
         self.client
             .leave_consumer_group(&self.stream, &self.topic, &self.group)
             .await
@@ -245,6 +292,11 @@ impl GroupMember {
         let _ = self.client.disconnect().await;
         Ok(())
     }
+}
+
+/// An identifier by name (a name of digits too: never read as a numeric id).
+fn named(name: &str) -> Result<Identifier, ConsumerError> {
+    Identifier::named(name).map_err(|e| ConsumerError::Name(format!("{name:?}: {e}")))
 }
 
 fn server(what: String, source: IggyError) -> ConsumerError {

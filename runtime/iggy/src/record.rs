@@ -4,59 +4,34 @@ use iggy::prelude::{HeaderKind, IggyMessage};
 use pico_sink::Record;
 use pico_sink::identity::iggy::IggySource;
 
-/// Why a served message cannot become a record.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// The message's user headers do not decode.
-    #[error(
-        "message at offset {offset} of partition {partition}: its user headers do not decode: {reason}"
-    )]
-    Headers {
-        /// The partition.
-        partition: u32,
-        /// The message's offset.
-        offset: u64,
-        /// What the client said.
-        reason: String,
-    },
-}
+/// The header that carries a message's user headers as their wire bytes when they do not
+/// decode.
+pub const UNDECODED_HEADERS: &str = "pico.iggy.undecoded_headers";
 
 /// The record of the message at `message.header.offset` of `partition` of `source`: identity
 /// from the partition and offset, the payload as its value, the time the server appended it
 /// (microseconds, cut to milliseconds) as its timestamp, and its user headers in key order: a
 /// string or raw header as its bytes, a typed one (number, bool) as its text (`42`, `true`).
-/// Iggy keeps no message key (a partitioning key chooses the partition and is not stored): the
-/// record has none. The message id is not carried: it is not the identity (see
-/// [`pico_sink::identity::iggy`]).
-pub fn to_record(
-    source: &IggySource,
-    partition: u32,
-    message: &IggyMessage,
-) -> Result<Record, RecordError> {
+/// User headers that do not decode are carried whole, as one header [`UNDECODED_HEADERS`]
+/// holding their wire bytes: nothing of a message is dropped. Iggy keeps no message key (a
+/// partitioning key chooses the partition and is not stored): the record has none. The message
+/// id is not carried: it is not the identity (see [`pico_sink::identity::iggy`]).
+pub fn to_record(source: &IggySource, partition: u32, message: &IggyMessage) -> Record {
     let offset = message.header.offset;
     let appended_ms = message.header.timestamp / 1_000;
     let mut record = Record::new(source.record_id(partition, offset), message.payload.clone())
         .with_timestamp_ms(i64::try_from(appended_ms).unwrap_or(i64::MAX));
-    let headers = message
-        .user_headers_map()
-        .map_err(|e| RecordError::Headers {
-            partition,
-            offset,
-            reason: e.to_string(),
-        })?;
-    // The wire holds headers that do not decode as no map at all: refuse the message rather
-    // than write it without them.
-    if headers.is_none() && message.header.user_headers_length > 0 {
-        return Err(RecordError::Headers {
-            partition,
-            offset,
-            reason: format!(
-                "{} bytes of user headers, none readable",
-                message.header.user_headers_length
-            ),
-        });
-    }
-    for (key, value) in headers.into_iter().flatten() {
+    let headers = match message.user_headers_map() {
+        Ok(Some(headers)) => headers,
+        // The client reads headers that do not decode as none at all: carried as they came.
+        Ok(None) | Err(_) => {
+            return match &message.user_headers {
+                Some(raw) if !raw.is_empty() => record.with_header(UNDECODED_HEADERS, raw.clone()),
+                _ => record,
+            };
+        }
+    };
+    for (key, value) in headers {
         let name = match key.kind() {
             HeaderKind::String | HeaderKind::Raw => {
                 String::from_utf8_lossy(key.as_bytes()).into_owned()
@@ -69,5 +44,5 @@ pub fn to_record(
         };
         record = record.with_header(name, bytes);
     }
-    Ok(record)
+    record
 }

@@ -1,0 +1,208 @@
+//! pico-iggy used as a library against a real Iggy server: every message reaches the sink
+//! once, refused records land in the dead-letter topic with their origin, and after the drain
+//! the group's stored offset of each partition is its last message — judged by what the server
+//! holds (the stored offsets, the dead-letter topic), not by the runtime's word.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use iggy::prelude::{
+    Consumer, ConsumerOffsetClient, Identifier, IggyMessage, MessageClient, Partitioning,
+    PollingStrategy,
+};
+use pico_iggy::{Exit, Pipeline};
+use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
+use tokio::sync::oneshot;
+
+mod common;
+use common::{iggy_server, signed_in, topic};
+
+/// Messages per partition; every 50th is refused by the sink.
+const PER_PARTITION: u64 = 150;
+
+/// Keeps the (partition, offset) of each record it wrote; refuses the value `bad`. The first
+/// write is slow, so batches queue behind it.
+struct Recording {
+    written: Arc<Mutex<Vec<(u32, u64)>>>,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Sink for Recording {
+    async fn open(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn close(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+        }
+        let mut rejected = Vec::new();
+        let mut written = 0;
+        for r in batch.records() {
+            if r.value.as_ref() == b"bad" {
+                rejected.push(RejectedRecord::new(r.id.clone(), "the value is bad"));
+            } else {
+                self.written
+                    .lock()
+                    .unwrap()
+                    .push((r.id.partition, r.id.offset));
+                written += 1;
+            }
+        }
+        Ok(Outcome::new(WriteReport::written(written), rejected))
+    }
+
+    fn describe(&self) -> Description {
+        Description::new("recording", "test", Claim::NoVisibleDuplicate)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_dead_lettered() {
+    let server = iggy_server().await;
+    let partitions = topic(&server.url, "orders", "payments", 2).await;
+    topic(&server.url, "orders", "payments-dlq", 1).await;
+    let client = signed_in(&server.url).await.unwrap();
+    let (stream, source_topic) = (
+        Identifier::named("orders").unwrap(),
+        Identifier::named("payments").unwrap(),
+    );
+    let mut bad = BTreeSet::new();
+    for &p in &partitions {
+        let mut messages: Vec<IggyMessage> = (0..PER_PARTITION)
+            .map(|o| {
+                let value = if o % 50 == 49 {
+                    bad.insert((p, o));
+                    "bad".to_owned()
+                } else {
+                    format!("payment {p}/{o}")
+                };
+                IggyMessage::builder()
+                    .payload(value.into())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        client
+            .send_messages(
+                &stream,
+                &source_topic,
+                &Partitioning::partition_id(p),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+    }
+    let pipeline = Pipeline::from_toml(&format!(
+        "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
+         assignment_interval_ms = 200\n\
+         [batch]\nmax_records = 40\nlinger_ms = 50\n\
+         [dead_letter]\ntopic = \"payments-dlq\"\n[sink]\nkind = \"stdout\"\n",
+        server.url
+    ))
+    .unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::new(Recording {
+        written: written.clone(),
+        calls: AtomicUsize::new(0),
+    });
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        pico_iggy::run(&pipeline, sink, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let good = partitions.len() * PER_PARTITION as usize - bad.len();
+    let started = Instant::now();
+    while written.lock().unwrap().len() < good && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    let exit = run.await.unwrap().unwrap();
+    assert_eq!(exit, Exit::Drained);
+
+    let written = written.lock().unwrap().clone();
+    let unique: BTreeSet<(u32, u64)> = written.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        written.len(),
+        "a record handed to the sink twice"
+    );
+    let expected: BTreeSet<(u32, u64)> = partitions
+        .iter()
+        .flat_map(|&p| (0..PER_PARTITION).map(move |o| (p, o)))
+        .filter(|po| !bad.contains(po))
+        .collect();
+    assert_eq!(unique, expected, "every good message written");
+
+    // The server's view: the group stored each partition's last offset.
+    let group = Consumer::group(Identifier::named("pico").unwrap());
+    let mut stored = Vec::new();
+    for &p in &partitions {
+        let info = client
+            .get_consumer_offset(&group, &stream, &source_topic, Some(p))
+            .await
+            .unwrap()
+            .expect("an offset stored");
+        stored.push(info.stored_offset);
+    }
+    assert_eq!(stored, vec![PER_PARTITION - 1; partitions.len()]);
+
+    // The dead letters: one per refused record, with where it came from.
+    let dlq_topic = Identifier::named("payments-dlq").unwrap();
+    let reader = Consumer::new(Identifier::named("test-reader").unwrap());
+    let letters = client
+        .poll_messages(
+            &stream,
+            &dlq_topic,
+            Some(0),
+            &reader,
+            &PollingStrategy::offset(0),
+            100,
+            false,
+        )
+        .await
+        .unwrap()
+        .messages;
+    let mut origins = BTreeSet::new();
+    for m in &letters {
+        assert_eq!(m.payload.as_ref(), b"bad");
+        let headers = m.user_headers_map().unwrap().expect("headers");
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.as_bytes() == name.as_bytes())
+                .map(|(_, v)| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        assert_eq!(header("pico.dlq.topic").as_deref(), Some("orders/payments"));
+        assert_eq!(
+            header("pico.dlq.reason").as_deref(),
+            Some("the value is bad")
+        );
+        origins.insert((
+            header("pico.dlq.partition")
+                .unwrap()
+                .parse::<u32>()
+                .unwrap(),
+            header("pico.dlq.offset").unwrap().parse::<u64>().unwrap(),
+        ));
+    }
+    assert_eq!(origins, bad, "one dead letter per refused record");
+    println!(
+        "{} written once over {} partitions, {} dead-lettered, stored offsets {stored:?}, {} ms",
+        written.len(),
+        partitions.len(),
+        letters.len(),
+        started.elapsed().as_millis()
+    );
+}
