@@ -124,6 +124,23 @@ impl Broker for IggyBroker {
         lock(&self.paused).remove(tp);
         true
     }
+
+    /// A mutant runtime's store of `offsets` at once, not waited for (the controls of the kill
+    /// tests: storing before the sink wrote must be caught losing records).
+    fn confirm_ahead(&self, offsets: &[(Tp, u64)]) -> Result<(), String> {
+        for (tp, offset) in offsets {
+            let (Ok(partition), Some(last)) = (u32::try_from(tp.1), offset.checked_sub(1)) else {
+                continue;
+            };
+            let member = self.member.clone();
+            self.handle.spawn(async move {
+                if let Err(e) = member.store(partition, last).await {
+                    warn!(error = %e, "mutant: its store was refused");
+                }
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A dead letter as an Iggy message: the record's value, its headers, then the `pico.dlq.*`
