@@ -1,4 +1,4 @@
-//! The `own_loop` example, run against a real Iggy server: every message written once, then
+//! The `own_iggy_loop` example, run against a real Iggy server: every message written once, then
 //! its offset stored; a second run of the same group writes nothing (everything stored), and a
 //! fresh group — as after a crash before any store — writes the same records again, identical,
 //! for the sink to recognise.
@@ -10,7 +10,7 @@ use pico_sink_stdout::StdoutSink;
 mod common;
 
 #[allow(dead_code)]
-#[path = "../examples/own_loop.rs"]
+#[path = "../examples/own_iggy_loop.rs"]
 mod own_loop;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,8 @@
 //! next member polls the batch again, at the same offsets, and the sink turns that into no
 //! visible duplicate.
 //!
-//! `cargo run -p pico-iggy --example own_loop -- iggy://USER:PASSWORD@127.0.0.1:8090 STREAM
-//! TOPIC GROUP` (the topic must exist); `tests/example.rs` runs it against a real Iggy server.
+//! `cargo run -p pico-iggy --example own_iggy_loop -- iggy://USER:PASSWORD@127.0.0.1:8090
+//! STREAM TOPIC GROUP` (the topic must exist); `tests/example.rs` runs it against a real Iggy server.
 
 use pico_iggy::{GroupMember, Polled, to_record};
 use pico_sink::identity::iggy::IggySource;
@@ -49,7 +49,7 @@ pub async fn own_loop(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, stream, topic, group] = args.as_slice() else {
-        return Err("usage: own_loop IGGY_URL STREAM TOPIC GROUP".into());
+        return Err("usage: own_iggy_loop IGGY_URL STREAM TOPIC GROUP".into());
     };
     let sink = pico_sink_stdout::StdoutSink::stdout(pico_sink::identity::Scope::default());
     let written = own_loop(url, (stream, topic, group), &sink).await?;
