@@ -18,13 +18,15 @@ else
   echo "cargo-nextest not found: running cargo test" >&2
   cargo test --workspace --no-fail-fast --lib --bins --tests "$@"
 fi
-# The controls of pico-iggy's kill test: its runtime broken on purpose (the `mutants` feature,
-# off in every other build) must be caught losing records.
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run -p pico-iggy --features mutants -E 'test(control)'
-else
-  cargo test -p pico-iggy --features mutants --test kill control
-fi
+# The controls of pico-iggy's and pico-nats's kill tests: each runtime broken on purpose (the
+# `mutants` feature, off in every other build) must be caught losing records.
+for runtime in pico-iggy pico-nats; do
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run -p "$runtime" --features mutants -E 'test(control)'
+  else
+    cargo test -p "$runtime" --features mutants --test kill control
+  fi
+done
 cargo test --workspace --doc
 # The API docs build without a warning (broken intra-doc links, bare URLs, …): rustdoc's own
 # denied, cargo's (such as output collisions) caught from its output.

@@ -7,8 +7,15 @@
 //!   message held below it, the last one as a request the server answers, so a confirmation
 //!   that returned was processed. A refused one is retried before anything else is delivered.
 //! * **Redelivery**: a message delivered again (its `ack_wait` passed) while this process still
-//!   holds it is not handed to the sink twice: its newer reply subject replaces the older. One
-//!   below the confirmed position (its ack was lost) is acknowledged again at once.
+//!   holds it is not handed to the sink twice: its newer reply subject replaces the older.
+//! * **Out of order**: JetStream redelivers a message once its `ack_wait` passed, after later
+//!   ones were delivered — the messages a killed process held come back to its successor after
+//!   the new ones it already read, and an acknowledgement lost on the way brings its message
+//!   back below the confirmed position. Acknowledging by position must never cover a message
+//!   this process did not write, so one below the read position and not held is never taken
+//!   for confirmed: everything read before it is first written and acknowledged, the positions
+//!   start again from it, and it is written (again, if its acknowledgement was the one lost:
+//!   a keyed sink holds it once).
 //! * **Slow sink**: every third of `ack_wait`, each message held gets an in-progress
 //!   acknowledgement, so the server does not deliver it again while it waits or is written.
 //! * **Dead letters**: published through JetStream to `[dead_letter] subject` (the stream that
@@ -30,14 +37,16 @@ use async_nats::jetstream::{self, Context};
 use async_nats::{HeaderMap, Subject};
 use async_trait::async_trait;
 use futures_util::StreamExt;
+use futures_util::stream::Fuse;
 use pico_runtime::Exit;
 use pico_runtime::dead_letter::origin_headers;
 use pico_runtime::fence::CommitFence;
 use pico_runtime::lock;
 use pico_runtime::metrics::{Metrics, PartitionMeter};
 use pico_runtime::pending::{Pending, record_bytes};
+use pico_runtime::settings::BatchLimits;
 use pico_runtime::start::{MetricsUnavailable, Started, start};
-use pico_runtime::tracker::Tp;
+use pico_runtime::tracker::{Progress, Tp};
 use pico_runtime::worker::{Broker, Channels, Shared, WorkerKit, flush, forget_revoked};
 use pico_sink::identity::jetstream::JetStreamSource;
 use pico_sink::{DeadLetter, Sink};
@@ -146,6 +155,28 @@ impl Broker for JetStreamBroker {
     fn resume(&self, _: &Tp) -> bool {
         true
     }
+
+    /// A mutant runtime's acknowledgement of every message held below `offsets`, at once and
+    /// not waited for (the controls of the kill tests: acknowledging before the sink wrote
+    /// must be caught losing messages).
+    fn confirm_ahead(&self, offsets: &[(Tp, u64)]) -> Result<(), String> {
+        for (_, offset) in offsets {
+            let acked: Vec<Subject> = {
+                let mut held = lock(&self.held);
+                let rest = held.split_off(offset);
+                std::mem::replace(&mut *held, rest).into_values().collect()
+            };
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                for reply in acked {
+                    if let Err(e) = client.publish(reply, ACK.into()).await {
+                        warn!(error = %e, "mutant: its acknowledgement was not sent");
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The durable consumer, created if missing; an existing one must acknowledge explicitly and
@@ -191,26 +222,36 @@ async fn durable(
 
 /// Where a delivered stream sequence stands.
 enum Seen {
-    /// Below the confirmed position: written and acknowledged before.
-    Confirmed,
-    /// Read before and not confirmed yet: buffered or being written.
+    /// Read before and not acknowledged yet: buffered or being written.
     Held,
-    /// Read now for the first time (taken as read).
+    /// Below the read position and not held: delivered out of order (see the module's
+    /// documentation). Not taken as read.
+    Behind,
+    /// Above everything read: taken as read.
     New,
 }
 
 /// Where `seq` of `tp` stands; a new one is taken as read.
-fn seen_before(shared: &Shared, tp: &Tp, seq: u64) -> Seen {
+fn seen_before(shared: &Shared, held: &Mutex<BTreeMap<u64, Subject>>, tp: &Tp, seq: u64) -> Seen {
+    if lock(held).contains_key(&seq) {
+        return Seen::Held;
+    }
     let mut progress = lock(&shared.progress);
     let p = progress.entry(tp.clone()).or_default();
-    if p.cursor().is_some_and(|c| seq < c) {
-        Seen::Confirmed
-    } else if p.read_position().is_some_and(|r| seq < r) {
-        Seen::Held
+    if p.read_position().is_some_and(|r| seq < r) {
+        Seen::Behind
     } else {
         p.read(seq);
         Seen::New
     }
+}
+
+/// What [`Reader::take`] did with a message.
+enum Taken {
+    /// Buffered, or dropped as a redelivery of one held (or as no consumer's message).
+    Done,
+    /// Delivered out of order: given back, to be taken again after [`Reader::realign`].
+    Behind(Box<jetstream::Message>),
 }
 
 /// How long one pull request waits for its messages before it ends with fewer.
@@ -218,59 +259,66 @@ const PULL_WAIT: Duration = Duration::from_millis(500);
 
 /// One pull request of up to `n` messages: it ends once they arrived or after [`PULL_WAIT`].
 /// Explicit requests (not a continuous stream) leave nothing delivered and unread when the
-/// loop stops asking: a drain reads the request in flight to its end and delivers it.
-async fn request(consumer: &PullConsumer, n: usize) -> Result<pull::Batch, String> {
+/// loop stops asking: a drain reads the request in flight to its end and delivers it. Fused:
+/// once ended it stays ended, whoever read its end.
+async fn request(consumer: &PullConsumer, n: usize) -> Result<Pulled, String> {
     consumer
         .batch()
         .max_messages(n)
         .expires(PULL_WAIT)
         .messages()
         .await
+        .map(StreamExt::fuse)
         .map_err(|e| e.to_string())
 }
+
+/// The messages of one pull request.
+type Pulled = Fuse<pull::Batch>;
 
 /// What turns delivered messages into buffered records.
 struct Reader {
     source: JetStreamSource,
     tp: Tp,
     client: async_nats::Client,
+    ack_wait: Duration,
     shared: Arc<Shared>,
     held: Arc<Mutex<BTreeMap<u64, Subject>>>,
     metrics: Arc<Metrics>,
 }
 
 impl Reader {
-    /// Buffers `message` in `pending` unless it is a redelivery of one written or held.
-    async fn take(
+    /// Buffers `message` in `pending` unless it is a redelivery of one held; gives it back if
+    /// it came out of order.
+    fn take(
         &self,
         message: jetstream::Message,
         pending: &mut HashMap<Tp, Pending>,
         meters: &mut HashMap<Tp, PartitionMeter>,
-    ) {
+    ) -> Taken {
         let record = match to_record(&self.source, &message) {
             Ok(r) => r,
             Err(e) => {
                 warn!(error = %e, "not a consumer's message: skipped");
-                return;
+                return Taken::Done;
             }
         };
         let Some(reply) = message.reply.clone() else {
-            return;
+            return Taken::Done;
         };
         let seq = record.id.offset;
-        match seen_before(&self.shared, &self.tp, seq) {
-            Seen::Confirmed => {
-                // Its acknowledgement was lost: acknowledged again.
-                if let Err(e) = self.client.publish(reply, ACK.into()).await {
-                    warn!(error = %e, seq, "acknowledgement of a redelivery not sent");
-                }
-                return;
-            }
+        match seen_before(&self.shared, &self.held, &self.tp, seq) {
             Seen::Held => {
                 // Buffered or being written: its newer reply subject replaces the older.
                 lock(&self.held).insert(seq, reply);
                 debug!(seq, "delivered again while held: not handed on twice");
-                return;
+                return Taken::Done;
+            }
+            Seen::Behind => {
+                info!(
+                    seq,
+                    "delivered out of order: everything read before it is written first"
+                );
+                return Taken::Behind(Box::new(message));
             }
             Seen::New => {}
         }
@@ -281,6 +329,86 @@ impl Reader {
             .or_insert_with(|| self.metrics.partition(&tp.0, tp.1))
             .read(record_bytes(&record));
         pending.entry(tp.clone()).or_default().push(record);
+        Taken::Done
+    }
+
+    /// [`Reader::take`]; when `message` came out of order, everything read before it is
+    /// written and acknowledged first ([`Reader::realign`]), then it and the messages of the
+    /// pull request that arrived meanwhile are taken in stream order.
+    async fn take_in_order(
+        &self,
+        message: jetstream::Message,
+        pulled: &mut Pulled,
+        (pending, meters): (&mut HashMap<Tp, Pending>, &mut HashMap<Tp, PartitionMeter>),
+        (kit, limits): (&WorkerKit, &BatchLimits),
+        failed: &mut mpsc::UnboundedReceiver<Exit>,
+    ) -> Result<(), Exit> {
+        let Taken::Behind(message) = self.take(message, pending, meters) else {
+            return Ok(());
+        };
+        let mut parked = BTreeMap::new();
+        park(&mut parked, *message);
+        self.realign(pulled, &mut parked, pending, (kit, limits), failed)
+            .await?;
+        for (_, message) in parked {
+            // The positions start again from the lowest: each is taken as new. (One given back
+            // would stay unacknowledged and come again after its `ack_wait`: nothing is lost.)
+            let _ = self.take(message, pending, meters);
+        }
+        Ok(())
+    }
+
+    /// Hands everything buffered to the worker and waits until the sink confirmed and the
+    /// server acknowledged all of it, then forgets the partition's positions: the next message
+    /// taken starts them again. Meanwhile the rest of the pull request in flight is read into
+    /// `parked` and kept from redelivery by in-progress acknowledgements (left unread, it would
+    /// come again out of order). Ends early with the run's exit if a batch cannot be delivered.
+    async fn realign(
+        &self,
+        pulled: &mut Pulled,
+        parked: &mut BTreeMap<u64, jetstream::Message>,
+        pending: &mut HashMap<Tp, Pending>,
+        (kit, limits): (&WorkerKit, &BatchLimits),
+        failed: &mut mpsc::UnboundedReceiver<Exit>,
+    ) -> Result<(), Exit> {
+        let tp = &self.tp;
+        let settled = || {
+            lock(&self.shared.progress)
+                .get(tp)
+                .is_none_or(Progress::nothing_unacked)
+        };
+        let mut keep_alive =
+            tokio::time::interval((self.ack_wait / 3).max(Duration::from_millis(100)));
+        let mut request_open = true;
+        flush(tp, pending, kit, limits, true);
+        while pending.get(tp).is_some_and(|p| !p.records.is_empty()) || !settled() {
+            tokio::select! {
+                Some(exit) = failed.recv() => return Err(exit),
+                message = pulled.next(), if request_open => match message {
+                    Some(Ok(m)) => park(parked, m),
+                    Some(Err(e)) => warn!(error = %e, "consumer error"),
+                    None => request_open = false,
+                },
+                _ = keep_alive.tick() => {
+                    for m in parked.values() {
+                        if let Some(reply) = &m.reply && let Err(e) = self.client.publish(reply.clone(), IN_PROGRESS.into()).await {
+                            warn!(error = %e, "in-progress acknowledgement not sent");
+                        }
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(10)) => flush(tp, pending, kit, limits, true),
+            }
+        }
+        lock(&self.shared.progress).insert(tp.clone(), Progress::default());
+        info!(messages = parked.len(), first = ?parked.keys().next(), "realigned: everything read before is acknowledged; reading on in stream order");
+        Ok(())
+    }
+}
+
+/// Keeps `message` by its stream sequence (a later delivery replaces an earlier one).
+fn park(parked: &mut BTreeMap<u64, jetstream::Message>, message: jetstream::Message) {
+    if let Ok(seq) = message.info().map(|i| i.stream_sequence) {
+        parked.insert(seq, message);
     }
 }
 
@@ -378,6 +506,7 @@ pub async fn run(
         source: source.clone(),
         tp: tp.clone(),
         client: client.clone(),
+        ack_wait: Duration::from_millis(pipeline.jetstream.ack_wait_ms),
         shared: shared.clone(),
         held: held.clone(),
         metrics: metrics.clone(),
@@ -412,7 +541,9 @@ pub async fn run(
             }
             message = pulled.next(), if !paused => match message {
                 Some(Ok(m)) => {
-                    reader.take(m, &mut pending, &mut meters).await;
+                    if let Err(exit) = reader.take_in_order(m, &mut pulled, (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
+                        break Some(exit);
+                    }
                     if pending.get(&tp).is_some_and(|b| {
                         b.records.len() >= batch.max_records || b.bytes >= batch.max_bytes
                     }) {
@@ -462,7 +593,22 @@ pub async fn run(
     // The pull request in flight is read to its end: nothing stays delivered and unread.
     while let Some(m) = pulled.next().await {
         match m {
-            Ok(m) => reader.take(m, &mut pending, &mut meters).await,
+            Ok(m) => {
+                if let Err(exit) = reader
+                    .take_in_order(
+                        m,
+                        &mut pulled,
+                        (&mut pending, &mut meters),
+                        (&kit, &batch),
+                        &mut failed,
+                    )
+                    .await
+                {
+                    shared.abort_workers();
+                    keeper.abort();
+                    return Ok(exit);
+                }
+            }
             Err(e) => warn!(error = %e, "consumer error while draining"),
         }
     }
