@@ -10,13 +10,8 @@
 //! here: the check reads what happened.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
 
 use pico_conformance::target::{PayloadForm, payload_checksum};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::Produced;
@@ -87,7 +82,7 @@ impl BadKind {
 }
 
 /// The bad records a producer wrote: their `(partition, offset)` and kind.
-pub(crate) type BadRecords = BTreeMap<(u32, u64), BadKind>;
+pub type BadRecords = BTreeMap<(u32, u64), BadKind>;
 
 /// The dead-letter topic of a case's topic.
 pub(crate) fn dead_letter_topic(topic: &str) -> String {
@@ -96,7 +91,7 @@ pub(crate) fn dead_letter_topic(topic: &str) -> String {
 
 /// One dead letter as the broker holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Letter {
+pub struct Letter {
     /// Its offset in the dead-letter topic.
     pub at: i64,
     /// `pico.dlq.topic`, `pico.dlq.partition`, `pico.dlq.offset`, if all three are there.
@@ -110,14 +105,16 @@ pub(crate) struct Letter {
 }
 
 impl Letter {
-    fn of(m: &impl Message) -> Self {
+    /// A letter at `at` in the dead-letter topic, from its headers (name, value) and value.
+    pub fn of<'h>(
+        at: i64,
+        headers: impl Iterator<Item = (&'h str, &'h [u8])>,
+        value: &[u8],
+    ) -> Self {
         let mut found: BTreeMap<&str, String> = BTreeMap::new();
-        if let Some(headers) = m.headers() {
-            for h in headers.iter() {
-                if let Some(name) = h.key.strip_prefix("pico.dlq.") {
-                    let value = String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned();
-                    found.insert(name, value);
-                }
+        for (key, value) in headers {
+            if let Some(name) = key.strip_prefix("pico.dlq.") {
+                found.insert(name, String::from_utf8_lossy(value).into_owned());
             }
         }
         let origin: Option<(String, u32, u64)> = (|| {
@@ -128,62 +125,13 @@ impl Letter {
             ))
         })();
         Self {
-            at: m.offset(),
+            at,
             origin,
             reason: found.get("reason").cloned().unwrap_or_default(),
             may_be_stored: found.get("may_be_stored").and_then(|v| v.parse().ok()),
-            payload: payload_checksum(PayloadForm::Json, m.payload().unwrap_or_default()),
+            payload: payload_checksum(PayloadForm::Json, value),
         }
     }
-}
-
-/// Every record of `topic` (one partition), read from the broker as it physically holds them
-/// (uncommitted transactions included).
-pub(crate) async fn read_letters(brokers: &str, topic: &str) -> Result<Vec<Letter>, String> {
-    let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
-    tokio::task::spawn_blocking(move || read_letters_blocking(&brokers, &topic))
-        .await
-        .map_err(|e| e.to_string())?
-}
-
-fn read_letters_blocking(brokers: &str, topic: &str) -> Result<Vec<Letter>, String> {
-    let failed =
-        |e: rdkafka::error::KafkaError| format!("reading the dead letters of {topic}: {e}");
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("{topic}-reader"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", "read_uncommitted")
-        .create()
-        .map_err(failed)?;
-    let (_, high) = consumer
-        .fetch_watermarks(topic, 0, Duration::from_secs(10))
-        .map_err(failed)?;
-    let mut letters = Vec::new();
-    if high <= 0 {
-        return Ok(letters);
-    }
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .map_err(failed)?;
-    consumer.assign(&tpl).map_err(failed)?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        match consumer.poll(Duration::from_millis(500)) {
-            Some(Ok(m)) => {
-                letters.push(Letter::of(&m));
-                if m.offset() + 1 >= high {
-                    return Ok(letters);
-                }
-            }
-            Some(Err(e)) => return Err(failed(e)),
-            None => {}
-        }
-    }
-    Err(format!(
-        "read {} of the {high} dead letters of {topic} within 60 s",
-        letters.len()
-    ))
 }
 
 /// The records of `origin` that `letters` name (a letter for another topic names none).

@@ -29,23 +29,20 @@ pub mod physical;
 pub mod report;
 pub mod scraped;
 pub mod shared_broker;
+pub mod source;
 pub mod supervisor;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pico_conformance::fault::{FaultMode, FaultSwitch, Flaky};
 use pico_conformance::proxy::FaultProxies;
-use pico_conformance::target::{PayloadForm, payload_checksum};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use controls::{Control, ControlResult};
-use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic, read_letters};
+use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic};
 use destinations::{CrashDestination, CrashSink, HeldRow};
 use faults::{FaultTally, PANIC_HOLD, PanicWatch, cut_batch_seen};
 pub use in_flight::InFlight;
@@ -54,6 +51,9 @@ use kills::{KillWatch, kill_on_progress, paced};
 use physical::PhysicalCheck;
 use scraped::{Measured, MetricsCheck, Scraper};
 use shared_broker::{BrokerTurn, SharedBroker};
+use source::kafka::KafkaSide;
+pub use source::kafka::committed;
+use source::{CaseBroker, CaseNames};
 use supervisor::{Ended, ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
@@ -268,7 +268,7 @@ fn nonce() -> String {
 
 /// The value of the `i`-th record of a stream: a meter reading as JSON, or a bad record
 /// ([`BadKind::of`]).
-fn record_value(i: u64) -> (Vec<u8>, Option<BadKind>) {
+pub(crate) fn record_value(i: u64) -> (Vec<u8>, Option<BadKind>) {
     match BadKind::of(i) {
         Some(kind) => (kind.payload(i), Some(kind)),
         None => (
@@ -278,103 +278,9 @@ fn record_value(i: u64) -> (Vec<u8>, Option<BadKind>) {
     }
 }
 
-/// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged,
-/// each with the [`payload_checksum`] of its payload as JSON, and which of them are bad.
-async fn produce(
-    brokers: String,
-    topic: String,
-    size: Size,
-) -> Result<(Produced, BadRecords), String> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
-        .set("acks", "all")
-        .set("message.timeout.ms", "120000")
-        // Room for the oversized bad records.
-        .set("message.max.bytes", "4194304")
-        .create()
-        .map_err(|e| e.to_string())?;
-    let mut acked = Produced::new();
-    let mut bad = BadRecords::new();
-    let chunk = (size.rate / 10).max(1);
-    let started = Instant::now();
-    let mut sent = 0u64;
-    while sent < size.records {
-        let end = (sent + chunk).min(size.records);
-        let mut pending = Vec::new();
-        for i in sent..end {
-            let key = format!("meter-{}", i % 97);
-            let (value, kind) = record_value(i);
-            let producer = producer.clone();
-            let topic = topic.clone();
-            let payload = payload_checksum(PayloadForm::Json, &value);
-            pending.push(tokio::spawn(async move {
-                producer
-                    .send(
-                        FutureRecord::to(&topic).key(&key).payload(&value),
-                        Duration::from_secs(120),
-                    )
-                    .await
-                    .map(|delivery| (delivery, payload, kind))
-                    .map_err(|(e, _)| e.to_string())
-            }));
-        }
-        for p in pending {
-            let (delivery, payload, kind) = p.await.map_err(|e| e.to_string())??;
-            let at = (delivery.partition as u32, delivery.offset as u64);
-            acked.insert(at, payload);
-            if let Some(kind) = kind {
-                bad.insert(at, kind);
-            }
-        }
-        sent = end;
-        let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
-        if let Some(wait) = due.checked_sub(started.elapsed()) {
-            tokio::time::sleep(wait).await;
-        }
-    }
-    Ok((acked, bad))
-}
-
-/// The group's committed offset per partition (0 where none).
-pub async fn committed(
-    brokers: &str,
-    group: &str,
-    topic: &str,
-) -> Result<BTreeMap<u32, u64>, String> {
-    let (brokers, group, topic) = (brokers.to_owned(), group.to_owned(), topic.to_owned());
-    tokio::task::spawn_blocking(move || {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &brokers)
-            .set("group.id", &group)
-            .set("enable.auto.commit", "false")
-            .create()
-            .map_err(|e| e.to_string())?;
-        let mut tpl = TopicPartitionList::new();
-        for p in 0..PARTITIONS {
-            tpl.add_partition(&topic, p);
-        }
-        let committed = consumer
-            .committed_offsets(tpl, Duration::from_secs(5))
-            .map_err(|e| e.to_string())?;
-        Ok((0..PARTITIONS)
-            .map(|p| {
-                let offset = committed
-                    .find_partition(&topic, p)
-                    .map_or(0, |e| match e.offset() {
-                        Offset::Offset(o) => o.max(0) as u64,
-                        _ => 0,
-                    });
-                (p as u32, offset)
-            })
-            .collect())
-    })
-    .await
-    .map_err(|e| e.to_string())?
-}
-
 /// Where one case's records go: its topic on the broker, its group, its destination.
 pub(crate) struct Place<'a> {
-    brokers: &'a str,
+    broker: &'a dyn CaseBroker,
     group: &'a str,
     topic: &'a str,
     isolation: &'a str,
@@ -389,12 +295,12 @@ impl Place<'_> {
 
     /// The group's committed offsets now.
     async fn committed(&self) -> Result<BTreeMap<u32, u64>, String> {
-        committed(self.brokers, self.group, self.topic).await
+        self.broker.committed(self.group, self.topic).await
     }
 }
 
 /// What the producer wrote: per acknowledged `(partition, offset)`, the payload's checksum.
-pub(crate) type Produced = BTreeMap<(u32, u64), u64>;
+pub type Produced = BTreeMap<(u32, u64), u64>;
 
 /// Session timeout of the runtime's consumers in every case but the kill case.
 const SESSION: Duration = Duration::from_secs(6);
@@ -411,23 +317,18 @@ pub const FLAKY: Flaky = Flaky::SUITE;
 /// Session timeout of the runtime's consumer in the kill case.
 const KILL_SESSION: Duration = Duration::from_secs(3);
 
-/// The pipeline file of a case.
+/// The pipeline file of a case: `broker`'s sections, the batch limits, the sink, and the
+/// case's `[chaos]`.
 fn pipeline(
-    brokers: &str,
-    group: &str,
-    topic: &str,
+    broker: &dyn CaseBroker,
+    names: CaseNames<'_>,
     session: Duration,
     sink: &str,
     chaos: &str,
 ) -> String {
-    let session = session.as_millis();
-    let heartbeat = session / 6;
-    let dlq = dead_letter_topic(topic);
     let mut text = format!(
-        "[kafka]\nbrokers = \"{brokers}\"\ngroup = \"{group}\"\ntopics = [\"{topic}\"]\nprogress_secs = 5\n\
-         [kafka.properties]\n\"session.timeout.ms\" = \"{session}\"\n\"heartbeat.interval.ms\" = \"{heartbeat}\"\n\
-         \"max.poll.interval.ms\" = \"60000\"\n\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n\
-         [dead_letter]\ntopic = \"{dlq}\"\n\n{sink}"
+        "{}\n[batch]\nmax_records = {BATCH_RECORDS}\nlinger_ms = 100\n\n{sink}",
+        broker.sections(names, session)
     );
     if !chaos.is_empty() {
         text.push_str(&format!("\n[chaos]\n{chaos}"));
@@ -526,10 +427,17 @@ async fn run_case_inner(
     bench.destination.output_in(&isolation, &dir);
     let marker = dir.join("panicked");
     let written = dir.join("written");
+    let side: Arc<dyn CaseBroker> = Arc::new(KafkaSide {
+        brokers: broker.brokers.clone(),
+    });
+    let names = CaseNames {
+        topic: &topic,
+        group: &group,
+        dead_letters: &dlq,
+    };
     let base = pipeline(
-        &broker.brokers,
-        &group,
-        &topic,
+        side.as_ref(),
+        names,
         case.session(),
         &sink_toml,
         &(chaos(case, &marker, &written) + &control.map(Control::chaos_line).unwrap_or_default()),
@@ -549,10 +457,8 @@ async fn run_case_inner(
     if case == Case::Flaky {
         proxy.set(FaultMode::Flaky(FLAKY));
     }
-    // Its own copy: the broker case stops the broker (a `&mut` borrow) while the place lives.
-    let brokers = broker.brokers.clone();
     let place = Place {
-        brokers: &brokers,
+        broker: side.as_ref(),
         group: &group,
         topic: &topic,
         isolation: &isolation,
@@ -566,11 +472,10 @@ async fn run_case_inner(
     let started = Instant::now();
     let body = async {
         let supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
-        let producer = tokio::spawn(produce(
-            broker.brokers.clone(),
-            topic.clone(),
-            paced(bench.size, case),
-        ));
+        let producer = {
+            let (side, topic, size) = (side.clone(), topic.clone(), paced(bench.size, case));
+            tokio::spawn(async move { side.produce(&topic, size).await })
+        };
         let mut kill_tally = None;
         let mut cut_batch = None;
         // Committed offsets when the broker or the destination came back.
@@ -776,7 +681,7 @@ async fn run_case_inner(
     if let Some(n) = &held.note {
         notes.push(n.clone());
     }
-    let letters = read_letters(&brokers, &dlq).await?;
+    let letters = place.broker.letters(&dlq).await?;
     let dead_letters = DeadLetterCheck::of(
         (topic.as_str(), dlq.as_str()),
         &produced,

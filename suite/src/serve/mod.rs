@@ -13,6 +13,7 @@
 
 pub mod docker;
 pub mod hosted;
+pub mod iggy;
 pub mod kafka;
 pub mod native;
 pub mod prometheus;

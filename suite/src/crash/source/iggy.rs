@@ -1,0 +1,225 @@
+//! Apache Iggy under `pico-iggy`: the case's topic in the stream [`STREAM`], its records sent
+//! round-robin to explicit partitions (Iggy numbers a fresh partition's messages from 0 and
+//! answers a send once it appended them all, so the `n`-th message a send put in partition `p`
+//! is at offset `n` — what the broker acknowledged), the group's stored offsets read by a
+//! client outside the group, the dead letters polled from the dead-letter topic by offset.
+//!
+//! Iggy refuses a message with an empty payload: the stream's bad record of that kind
+//! ([`BadKind::Empty`]) cannot exist on Iggy and is not sent (every other kind is).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use iggy::prelude::{
+    Client, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyMessage,
+    MessageClient, Partitioning, PollingStrategy, StreamClient, TcpClient, TopicClient,
+    TopicCreateOptions, UserClient,
+};
+use pico_conformance::target::{PayloadForm, payload_checksum};
+
+use super::{CaseBroker, CaseNames};
+use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
+use crate::crash::{PARTITIONS, Produced, Size, record_value};
+use crate::serve::iggy::{PASSWORD, USER};
+
+/// The stream every crash topic lives in.
+pub const STREAM: &str = "pico-crash";
+
+/// Messages read per poll of the dead-letter topic.
+const LETTERS_PER_POLL: u32 = 100;
+
+/// An Iggy server at `url` (`iggy://USER:PASSWORD@HOST:PORT`), consumed by `pico-iggy`.
+#[derive(Debug, Clone)]
+pub struct IggySide {
+    /// The server, as `pico-iggy`'s `[iggy] url` takes it.
+    pub url: String,
+}
+
+/// `name` as an Iggy identifier.
+fn named(name: &str) -> Result<Identifier, String> {
+    Identifier::named(name).map_err(|e| format!("{name:?} is no Iggy name: {e}"))
+}
+
+impl IggySide {
+    /// A client signed in as the suite's user.
+    async fn client(&self) -> Result<TcpClient, String> {
+        let failed = |e: iggy::prelude::IggyError| format!("Iggy at {}: {e}", self.url);
+        let client = TcpClient::from_connection_string(&self.url).map_err(failed)?;
+        client.connect().await.map_err(failed)?;
+        client.login_user(USER, PASSWORD).await.map_err(failed)?;
+        Ok(client)
+    }
+
+    /// Creates the stream (once) and the case's `topic` with `partitions` partitions, and its
+    /// dead-letter topic `dlq` with one.
+    pub async fn create(&self, topic: &str, dlq: &str, partitions: u32) -> Result<(), String> {
+        let client = self.client().await?;
+        let stream = named(STREAM)?;
+        let exists = client
+            .get_stream(&stream)
+            .await
+            .map_err(|e| e.to_string())?
+            .is_some();
+        if !exists {
+            client
+                .create_stream(STREAM)
+                .await
+                .map_err(|e| format!("creating the stream {STREAM}: {e}"))?;
+        }
+        for (name, count) in [(topic, partitions), (dlq, 1)] {
+            client
+                .create_topic(
+                    &stream,
+                    name,
+                    &TopicCreateOptions {
+                        partitions_count: Some(count),
+                        ..TopicCreateOptions::default()
+                    },
+                )
+                .await
+                .map_err(|e| format!("creating the topic {STREAM}/{name}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CaseBroker for IggySide {
+    fn sections(&self, names: CaseNames<'_>, _session: Duration) -> String {
+        // Iggy drops a member when its connection closes (no session timeout to set): a
+        // killed process's partitions move at once.
+        let CaseNames {
+            topic,
+            group,
+            dead_letters,
+        } = names;
+        format!(
+            "[iggy]\nurl = \"{}\"\nstream = \"{STREAM}\"\ntopic = \"{topic}\"\ngroup = \"{group}\"\n\
+             progress_secs = 5\n\n[dead_letter]\ntopic = \"{dead_letters}\"\n",
+            self.url
+        )
+    }
+
+    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
+        let client = self.client().await?;
+        let (stream, topic_id) = (named(STREAM)?, named(topic)?);
+        let partitions = PARTITIONS as u32;
+        let mut next_offset = vec![0u64; partitions as usize];
+        let mut acked = Produced::new();
+        let mut bad = BadRecords::new();
+        let chunk = (size.rate / 10).max(1);
+        let started = Instant::now();
+        let mut sent = 0u64;
+        while sent < size.records {
+            let end = (sent + chunk).min(size.records);
+            let mut by_partition: BTreeMap<u32, Vec<(Vec<u8>, Option<BadKind>)>> = BTreeMap::new();
+            for i in sent..end {
+                let (value, kind) = record_value(i);
+                if kind == Some(BadKind::Empty) {
+                    continue;
+                }
+                by_partition
+                    .entry((i % u64::from(partitions)) as u32)
+                    .or_default()
+                    .push((value, kind));
+            }
+            for (partition, records) in by_partition {
+                let mut messages = records
+                    .iter()
+                    .map(|(value, _)| {
+                        IggyMessage::builder()
+                            .payload(value.clone().into())
+                            .build()
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                client
+                    .send_messages(
+                        &stream,
+                        &topic_id,
+                        &Partitioning::partition_id(partition),
+                        &mut messages,
+                    )
+                    .await
+                    .map_err(|e| format!("sending to {STREAM}/{topic} {partition}: {e}"))?;
+                for (value, kind) in records {
+                    let at = (partition, next_offset[partition as usize]);
+                    next_offset[partition as usize] += 1;
+                    acked.insert(at, payload_checksum(PayloadForm::Json, &value));
+                    if let Some(kind) = kind {
+                        bad.insert(at, kind);
+                    }
+                }
+            }
+            sent = end;
+            let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        Ok((acked, bad))
+    }
+
+    async fn committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
+        let client = self.client().await?;
+        let (stream, topic_id, group_id) = (named(STREAM)?, named(topic)?, named(group)?);
+        let mut committed: BTreeMap<u32, u64> = (0..PARTITIONS as u32).map(|p| (p, 0)).collect();
+        let exists = client
+            .get_consumer_group(&stream, &topic_id, &group_id)
+            .await
+            .map_err(|e| format!("the consumer group {group}: {e}"))?
+            .is_some();
+        if !exists {
+            // The runtime creates the group when its first member joins.
+            return Ok(committed);
+        }
+        let consumer = Consumer::group(group_id);
+        for partition in 0..PARTITIONS as u32 {
+            let stored = client
+                .get_consumer_offset(&consumer, &stream, &topic_id, Some(partition))
+                .await
+                .map_err(|e| format!("the stored offset of {group} on {partition}: {e}"))?;
+            // The stored offset is the last one processed; the next to read follows it.
+            committed.insert(partition, stored.map_or(0, |s| s.stored_offset + 1));
+        }
+        Ok(committed)
+    }
+
+    async fn letters(&self, topic: &str) -> Result<Vec<Letter>, String> {
+        let client = self.client().await?;
+        let reader = Consumer::new(named("pico-crash-letter-reader")?);
+        let (stream, topic_id) = (named(STREAM)?, named(topic)?);
+        let mut letters = Vec::new();
+        loop {
+            let polled = client
+                .poll_messages(
+                    &stream,
+                    &topic_id,
+                    Some(0),
+                    &reader,
+                    &PollingStrategy::offset(letters.len() as u64),
+                    LETTERS_PER_POLL,
+                    false,
+                )
+                .await
+                .map_err(|e| format!("reading the dead letters of {topic}: {e}"))?;
+            if polled.messages.is_empty() {
+                return Ok(letters);
+            }
+            for m in &polled.messages {
+                let headers = m.user_headers_map().ok().flatten().unwrap_or_default();
+                letters.push(Letter::of(
+                    i64::try_from(m.header.offset).unwrap_or(i64::MAX),
+                    headers.iter().map(|(k, v)| {
+                        (
+                            std::str::from_utf8(k.as_bytes()).unwrap_or_default(),
+                            v.as_bytes(),
+                        )
+                    }),
+                    &m.payload,
+                ));
+            }
+        }
+    }
+}
