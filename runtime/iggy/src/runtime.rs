@@ -235,7 +235,9 @@ async fn sync(
         owned.next.remove(&partition);
         owned.ends.remove(&partition);
         let tp = tp(&topic, partition);
-        let (fence, read_not_stored) = shared.revoke(&tp);
+        // Named as pico-kafka names it (Iggy's stored offset is its commit): the crash suite
+        // reads one vocabulary from every runtime's log.
+        let (fence, read_not_committed) = shared.revoke(&tp);
         if let Some(fence) = fence {
             // A store already running lands before the next owner reads the stored offset.
             let _ = tokio::task::spawn_blocking(move || fence.close()).await;
@@ -243,7 +245,7 @@ async fn sync(
         metrics.rebalanced("revoke");
         metrics.revoked(&tp.0, tp.1);
         health.assigned(-1);
-        info!(topic = %tp.0, partition, read_not_stored, generation = assignment.generation, "partition revoked: polling stopped, nothing stored past what was confirmed");
+        info!(topic = %tp.0, partition, read_not_committed, generation = assignment.generation, "partition revoked: polling stopped, nothing stored past what was confirmed");
     }
     for &partition in &now {
         if owned.next.contains_key(&partition) {
@@ -372,8 +374,8 @@ pub async fn run(
     );
     let per_poll = u32::try_from(batch.max_records.max(1)).unwrap_or(u32::MAX);
     info!(
-        topic = source.topic(),
         group = %pipeline.iggy.group,
+        topic = source.topic(),
         max_records = batch.max_records,
         max_bytes = batch.max_bytes,
         linger_ms = batch.linger_ms,

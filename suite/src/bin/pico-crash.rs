@@ -1,22 +1,64 @@
 //! `pico-crash`: the runtime's crash suite against a real broker (tansu natively, Kafka through
-//! docker, or `PICO_KAFKA_BROKERS`) and real destinations; writes docs/crash-suite.{json,md}.
+//! docker, or `PICO_KAFKA_BROKERS`; with `--runtime iggy`, an Iggy server started natively) and
+//! real destinations; writes docs/crash-suite.{json,md} (pico-iggy's: crash-suite-iggy.*).
 //! Exits non-zero when a record is lost or a sink shows more duplicates than its bound.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use futures_util::StreamExt;
 use futures_util::stream;
 use pico_conformance::provider::ProviderKind;
 use pico_conformance::runner::today;
 use pico_suite::crash::controls::{Control, ControlResult};
 use pico_suite::crash::destinations::{CrashDestination, CrashSink};
-use pico_suite::crash::report::{CrashReport, render};
+use pico_suite::crash::report::{CrashReport, file_stem, render};
 use pico_suite::crash::shared_broker::SharedBroker;
-use pico_suite::crash::supervisor::runtime_binary;
-use pico_suite::crash::{Bench, Case, CaseResult, Size, run_case, run_control};
+use pico_suite::crash::supervisor::runtime_binary_named;
+use pico_suite::crash::{Bench, Case, CaseResult, CaseSource, Size, run_case, run_control};
+use pico_suite::serve::iggy::IggyServer;
 use pico_suite::serve::kafka::Broker;
+
+/// The runtime whose crash suite runs, and so its broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RuntimeArg {
+    /// pico-kafka against a Kafka broker.
+    Kafka,
+    /// pico-iggy against an Iggy server (`PICO_IGGY_SERVER_BIN` or `iggy-server` on `PATH`).
+    Iggy,
+}
+
+impl RuntimeArg {
+    fn binary(self) -> &'static str {
+        match self {
+            RuntimeArg::Kafka => "pico-kafka",
+            RuntimeArg::Iggy => "pico-iggy",
+        }
+    }
+}
+
+/// The broker a run provided.
+enum Provided {
+    Kafka(SharedBroker),
+    Iggy(Box<SharedBroker<IggyServer>>),
+}
+
+impl Provided {
+    fn source(&self) -> CaseSource<'_> {
+        match self {
+            Provided::Kafka(b) => CaseSource::Kafka(b),
+            Provided::Iggy(s) => CaseSource::Iggy(s),
+        }
+    }
+
+    async fn stop(self) -> Result<(), String> {
+        match self {
+            Provided::Kafka(b) => b.into_inner().stop().await,
+            Provided::Iggy(s) => s.into_inner().stop().await,
+        }
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "pico-crash", version, about = "The runtime's crash suite")]
@@ -34,6 +76,10 @@ struct Cli {
     /// Where the broker comes from (default: external, then docker, then native tansu).
     #[arg(long)]
     broker: Option<ProviderKind>,
+    /// The runtime under test: pico-kafka (default) or pico-iggy (`PICO_IGGY_BIN`, else beside
+    /// this binary), each against its own broker.
+    #[arg(long, value_enum, default_value = "kafka")]
+    runtime: RuntimeArg,
     /// Where to write crash-suite.{json,md}.
     #[arg(long, default_value = "docs")]
     out: PathBuf,
@@ -66,14 +112,16 @@ struct Cli {
     render: bool,
 }
 
-/// Renders `out`'s crash-suite.md from its crash-suite.json; whether that report passed.
-fn render_again(out: &std::path::Path) -> Result<bool, String> {
-    let json = out.join("crash-suite.json");
+/// Renders `out`'s crash-suite.md from its crash-suite.json (or `runtime`'s); whether that
+/// report passed.
+fn render_again(out: &std::path::Path, runtime: RuntimeArg) -> Result<bool, String> {
+    let stem = file_stem(runtime.binary());
+    let json = out.join(format!("{stem}.json"));
     let text = std::fs::read_to_string(&json)
         .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
     let report: CrashReport = serde_json::from_str(&text)
         .map_err(|e| format!("{} is not a crash report: {e}", json.display()))?;
-    std::fs::write(out.join("crash-suite.md"), render(&report)).map_err(|e| e.to_string())?;
+    std::fs::write(out.join(format!("{stem}.md")), render(&report)).map_err(|e| e.to_string())?;
     Ok(report.failures().is_empty())
 }
 
@@ -82,7 +130,7 @@ type SinkRun = Result<(pico_conformance::target::ServerInfo, Vec<CaseResult>), S
 
 /// What the sinks share.
 struct Shared<'a> {
-    broker: &'a SharedBroker,
+    source: CaseSource<'a>,
     runtime: &'a std::path::Path,
     work: &'a std::path::Path,
     size: Size,
@@ -101,7 +149,7 @@ async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
         (shared.size, shared.cases.to_vec())
     };
     let bench = Bench {
-        broker: shared.broker,
+        source: shared.source,
         destination: &destination,
         runtime: shared.runtime,
         work: shared.work,
@@ -139,7 +187,7 @@ async fn run_sink(shared: &Shared<'_>, sink: CrashSink) -> SinkRun {
 async fn run_controls(shared: &Shared<'_>, sink: CrashSink) -> Result<Vec<ControlResult>, String> {
     let destination = CrashDestination::provide(sink).await?;
     let bench = Bench {
-        broker: shared.broker,
+        source: shared.source,
         destination: &destination,
         runtime: shared.runtime,
         work: shared.work,
@@ -233,18 +281,35 @@ async fn run(cli: Cli) -> Result<bool, String> {
     } else {
         Size::FULL
     };
-    let runtime = runtime_binary()?;
-    let broker = broker(cli.broker)
-        .await
-        .map_err(|e| format!("no broker: {e}"))?;
+    let runtime = runtime_binary_named(cli.runtime.binary())?;
+    let (provided, info, address) = match cli.runtime {
+        RuntimeArg::Kafka => {
+            let broker = broker(cli.broker)
+                .await
+                .map_err(|e| format!("no broker: {e}"))?;
+            let (info, address) = (broker.info(), broker.brokers.clone());
+            (Provided::Kafka(SharedBroker::new(broker)), info, address)
+        }
+        RuntimeArg::Iggy => {
+            let server = IggyServer::start()
+                .await
+                .map_err(|e| format!("no Iggy server: {e}"))?;
+            let (info, address) = (server.info(), server.url.clone());
+            (
+                Provided::Iggy(Box::new(SharedBroker::new(server))),
+                info,
+                address,
+            )
+        }
+    };
     let work = tempfile::Builder::new()
         .prefix("pico-crash-")
         .tempdir()
         .map_err(|e| e.to_string())?;
     eprintln!(
         "broker {} at {}; runtime {}; work dir {}",
-        broker.info().name,
-        broker.brokers,
+        info.name,
+        address,
         runtime.display(),
         work.path().display()
     );
@@ -253,7 +318,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
         date: today(),
         size_name: if cli.reduced { "reduced" } else { "full" }.into(),
         size,
-        broker: broker.info(),
+        runtime: cli.runtime.binary().into(),
+        broker: info,
         servers: Vec::new(),
         results: Vec::new(),
         skipped: Vec::new(),
@@ -263,9 +329,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
         merged: Vec::new(),
     };
     eprintln!("{} sinks at once", cli.jobs.max(1));
-    let broker = SharedBroker::new(broker);
     let shared = Shared {
-        broker: &broker,
+        source: provided.source(),
         runtime: &runtime,
         work: work.path(),
         size,
@@ -303,12 +368,12 @@ async fn run(cli: Cli) -> Result<bool, String> {
             LaneRun::Controls(Err(why)) => controls_failed = Some(why),
         }
     }
-    let broker = broker.into_inner();
-    if let Err(e) = broker.stop().await {
+    if let Err(e) = provided.stop().await {
         eprintln!("stopping the broker: {e}");
     }
+    let stem = file_stem(cli.runtime.binary());
     if cli.merge {
-        let json = cli.out.join("crash-suite.json");
+        let json = cli.out.join(format!("{stem}.json"));
         let text = std::fs::read_to_string(&json)
             .map_err(|e| format!("--merge: cannot read {}: {e}", json.display()))?;
         let earlier: CrashReport = serde_json::from_str(&text)
@@ -332,8 +397,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
     if !cli.no_write {
         std::fs::create_dir_all(&cli.out).map_err(|e| e.to_string())?;
         let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
-        std::fs::write(cli.out.join("crash-suite.json"), json).map_err(|e| e.to_string())?;
-        std::fs::write(cli.out.join("crash-suite.md"), markdown).map_err(|e| e.to_string())?;
+        std::fs::write(cli.out.join(format!("{stem}.json")), json).map_err(|e| e.to_string())?;
+        std::fs::write(cli.out.join(format!("{stem}.md")), markdown).map_err(|e| e.to_string())?;
     }
     Ok(failures.is_empty())
 }
@@ -353,7 +418,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = if cli.render {
-        render_again(&cli.out)
+        render_again(&cli.out, cli.runtime)
     } else {
         match tokio::runtime::Runtime::new() {
             Ok(rt) => {

@@ -50,7 +50,9 @@ pub use kills::KillTally;
 use kills::{KillWatch, kill_on_progress, paced};
 use physical::PhysicalCheck;
 use scraped::{Measured, MetricsCheck, Scraper};
-use shared_broker::{BrokerTurn, SharedBroker};
+use shared_broker::Turn;
+pub use source::CaseSource;
+use source::iggy::IggySide;
 use source::kafka::KafkaSide;
 pub use source::kafka::committed;
 use source::{CaseBroker, CaseNames};
@@ -247,7 +249,7 @@ impl CaseResult {
 /// What a run needs.
 pub struct Bench<'a> {
     /// The broker, shared with the cases of other sinks that run at once.
-    pub broker: &'a SharedBroker,
+    pub source: CaseSource<'a>,
     /// The destination.
     pub destination: &'a CrashDestination,
     /// The runtime binary.
@@ -283,6 +285,8 @@ pub(crate) struct Place<'a> {
     broker: &'a dyn CaseBroker,
     group: &'a str,
     topic: &'a str,
+    /// The topic as the records' identity names it ([`CaseBroker::identity_topic`]).
+    origin: &'a str,
     isolation: &'a str,
     destination: &'a CrashDestination,
 }
@@ -290,7 +294,7 @@ pub(crate) struct Place<'a> {
 impl Place<'_> {
     /// What the destination holds of the topic now.
     async fn held(&self) -> Result<destinations::Held, String> {
-        self.destination.read(self.isolation, self.topic).await
+        self.destination.read(self.isolation, self.origin).await
     }
 
     /// The group's committed offsets now.
@@ -378,7 +382,10 @@ async fn run_case_with(
     control: Option<Control>,
 ) -> CaseResult {
     // Timed from when the case has the broker: the broker case may wait for others first.
-    let mut broker = bench.broker.turn(case).await;
+    let mut broker = match bench.source {
+        CaseSource::Kafka(shared) => Turn::Kafka(shared.turn(case).await),
+        CaseSource::Iggy(shared) => Turn::Iggy(shared.turn(case).await),
+    };
     let started = Instant::now();
     let mut notes = Vec::new();
     let outcome = run_case_inner(bench, &mut broker, sink, case, control, &mut notes).await;
@@ -398,7 +405,7 @@ async fn run_case_with(
 
 async fn run_case_inner(
     bench: &Bench<'_>,
-    broker: &mut BrokerTurn<'_>,
+    broker: &mut Turn<'_>,
     sink: CrashSink,
     case: Case,
     control: Option<Control>,
@@ -412,10 +419,27 @@ async fn run_case_inner(
     let topic = format!("crash-{}-{label}-{id}", sink.id());
     let isolation = format!("crash-{}-{id}", case.id());
     let group = format!("pico-crash-{id}");
-    broker.create_topic(&topic, PARTITIONS).await?;
     // One partition: the dead letters are read back in the order they were produced.
     let dlq = dead_letter_topic(&topic);
-    broker.create_topic(&dlq, 1).await?;
+    let side: Arc<dyn CaseBroker> = match &*broker {
+        Turn::Iggy(server) => {
+            let side = IggySide {
+                url: server.url.clone(),
+            };
+            side.create(&topic, &dlq, PARTITIONS as u32).await?;
+            Arc::new(side)
+        }
+        Turn::Kafka(broker) => {
+            broker.create_topic(&topic, PARTITIONS).await?;
+            broker.create_topic(&dlq, 1).await?;
+            Arc::new(KafkaSide {
+                brokers: broker.brokers.clone(),
+            })
+        }
+    };
+    // The topic as the records' identity names it.
+    let origin = side.identity_topic(&topic);
+    notes.extend(side.cannot_hold().map(String::from));
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
     let sink_toml = bench
@@ -427,9 +451,6 @@ async fn run_case_inner(
     bench.destination.output_in(&isolation, &dir);
     let marker = dir.join("panicked");
     let written = dir.join("written");
-    let side: Arc<dyn CaseBroker> = Arc::new(KafkaSide {
-        brokers: broker.brokers.clone(),
-    });
     let names = CaseNames {
         topic: &topic,
         group: &group,
@@ -461,6 +482,7 @@ async fn run_case_inner(
         broker: side.as_ref(),
         group: &group,
         topic: &topic,
+        origin: &origin,
         isolation: &isolation,
         destination: bench.destination,
     };
@@ -619,7 +641,8 @@ async fn run_case_inner(
         let scraped = match (&scraper, done) {
             (Ok(s), true) => {
                 let span = started.elapsed() + Duration::from_secs(30);
-                s.after_drain(&topic, PARTITIONS as u32, span).await
+                s.after_drain(side.metrics_prefix(), &origin, PARTITIONS as u32, span)
+                    .await
             }
             (Ok(_), false) => Err("the group did not drain, so no scrape followed it".into()),
             (Err(e), _) => Err(e.clone()),
@@ -683,7 +706,7 @@ async fn run_case_inner(
     }
     let letters = place.broker.letters(&dlq).await?;
     let dead_letters = DeadLetterCheck::of(
-        (topic.as_str(), dlq.as_str()),
+        (origin.as_str(), dlq.as_str()),
         &produced,
         &bad,
         &letters,
@@ -717,7 +740,7 @@ async fn run_case_inner(
     }
     let physical = PhysicalCheck::of(&produced, &held);
     notes.push(physical.note());
-    let lettered = dead_letters::lettered(&letters, &topic);
+    let lettered = dead_letters::lettered(&letters, &origin);
     notes.push(flight.note());
     let mut result = judge(
         (sink, case),

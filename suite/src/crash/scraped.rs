@@ -91,11 +91,12 @@ impl Scraper {
     /// two more scrapes, then reads every life's counters from the case's `span`.
     pub(crate) async fn after_drain(
         &self,
+        prefix: &str,
         topic: &str,
         partitions: u32,
         span: Duration,
     ) -> Result<Scraped, String> {
-        let at_zero = format!("count(pico_kafka_consumer_lag{{topic=\"{topic}\"}} == 0)");
+        let at_zero = format!("count({prefix}_consumer_lag{{topic=\"{topic}\"}} == 0)");
         let zero = self
             .prometheus
             .wait_for(&at_zero, f64::from(partitions), LAG_PATIENCE)
@@ -103,22 +104,22 @@ impl Scraper {
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         let lag = self
             .prometheus
-            .series(
-                &format!("pico_kafka_consumer_lag{{topic=\"{topic}\"}}"),
-                span,
-            )
+            .series(&format!("{prefix}_consumer_lag{{topic=\"{topic}\"}}"), span)
             .await?;
         let starts = self
             .prometheus
-            .series("pico_kafka_start_time_seconds", span)
+            .series(&format!("{prefix}_start_time_seconds"), span)
             .await?;
         let lives = Lives::of(&starts);
-        let info = self.prometheus.series("pico_kafka_sink_info", span).await?;
+        let info = self
+            .prometheus
+            .series(&format!("{prefix}_sink_info"), span)
+            .await?;
         let mut counters = BTreeMap::new();
         for name in COUNTERS {
             let series = self
                 .prometheus
-                .series(&format!("pico_kafka_{name}{{topic=\"{topic}\"}}"), span)
+                .series(&format!("{prefix}_{name}{{topic=\"{topic}\"}}"), span)
                 .await?;
             counters.insert(name, lives.sum(&series));
         }

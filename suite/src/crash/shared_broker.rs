@@ -5,23 +5,46 @@
 use std::ops::Deref;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Case;
+use crate::serve::iggy::IggyServer;
 use crate::serve::kafka::Broker;
 
-/// The broker of a crash run, shared by the cases that run at once.
-pub struct SharedBroker(RwLock<Broker>);
+/// A broker the suite can take down and bring back with its data: the broker case's outage.
+#[async_trait]
+pub trait Outage: Send + Sync {
+    /// Stops the broker, waits `down`, starts it again where it was.
+    async fn stop_for(&mut self, down: Duration) -> Result<(), String>;
+}
 
-impl SharedBroker {
+#[async_trait]
+impl Outage for Broker {
+    async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
+        Broker::stop_for(self, down).await
+    }
+}
+
+#[async_trait]
+impl Outage for IggyServer {
+    async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
+        self.crash_for(down).await
+    }
+}
+
+/// The broker of a crash run, shared by the cases that run at once.
+pub struct SharedBroker<B = Broker>(RwLock<B>);
+
+impl<B> SharedBroker<B> {
     /// Shares `broker`.
-    pub fn new(broker: Broker) -> Self {
+    pub fn new(broker: B) -> Self {
         Self(RwLock::new(broker))
     }
 
     /// The broker for one case: alone for the broker case, shared for every other. Waits while
     /// a case holds it alone, or, for the broker case, while any other case runs.
-    pub async fn turn(&self, case: Case) -> BrokerTurn<'_> {
+    pub async fn turn(&self, case: Case) -> BrokerTurn<'_, B> {
         if case == Case::Broker {
             BrokerTurn::Alone(self.0.write().await)
         } else {
@@ -30,23 +53,23 @@ impl SharedBroker {
     }
 
     /// The broker back, once no case runs.
-    pub fn into_inner(self) -> Broker {
+    pub fn into_inner(self) -> B {
         self.0.into_inner()
     }
 }
 
 /// A case's hold on the broker, for as long as the case runs.
-pub enum BrokerTurn<'a> {
+pub enum BrokerTurn<'a, B = Broker> {
     /// Other cases run beside this one.
-    Shared(RwLockReadGuard<'a, Broker>),
+    Shared(RwLockReadGuard<'a, B>),
     /// No other case runs: the broker may be stopped.
-    Alone(RwLockWriteGuard<'a, Broker>),
+    Alone(RwLockWriteGuard<'a, B>),
 }
 
-impl Deref for BrokerTurn<'_> {
-    type Target = Broker;
+impl<B> Deref for BrokerTurn<'_, B> {
+    type Target = B;
 
-    fn deref(&self) -> &Broker {
+    fn deref(&self) -> &B {
         match self {
             BrokerTurn::Shared(b) => b,
             BrokerTurn::Alone(b) => b,
@@ -54,17 +77,43 @@ impl Deref for BrokerTurn<'_> {
     }
 }
 
-impl BrokerTurn<'_> {
-    /// Stops the broker for `down` and starts it again ([`Broker::stop_for`]); only a case
+impl<B: Outage> BrokerTurn<'_, B> {
+    /// Stops the broker for `down` and starts it again ([`Outage::stop_for`]); only a case
     /// that holds it alone may.
     pub async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
         match self {
-            BrokerTurn::Alone(b) => b.stop_for(down).await,
+            BrokerTurn::Alone(b) => Outage::stop_for(&mut **b, down).await,
             BrokerTurn::Shared(_) => Err(
                 "the broker is shared with cases running at once; only the broker case, which \
                  holds it alone, may stop it"
                     .into(),
             ),
+        }
+    }
+}
+
+/// A case's turn on its run's broker, whichever it is.
+pub enum Turn<'a> {
+    /// On the Kafka broker.
+    Kafka(BrokerTurn<'a, Broker>),
+    /// On the Iggy server.
+    Iggy(BrokerTurn<'a, IggyServer>),
+}
+
+impl Turn<'_> {
+    /// Whether the suite can stop the broker (not an external one).
+    pub fn can_restart(&self) -> bool {
+        match self {
+            Turn::Kafka(b) => b.can_restart(),
+            Turn::Iggy(_) => true,
+        }
+    }
+
+    /// Stops the broker for `down` and starts it again; only a case that holds it alone may.
+    pub async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
+        match self {
+            Turn::Kafka(b) => b.stop_for(down).await,
+            Turn::Iggy(b) => b.stop_for(down).await,
         }
     }
 }

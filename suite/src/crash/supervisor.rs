@@ -65,7 +65,14 @@ pub struct Supervisor {
 
 /// The `pico-kafka` binary: `PICO_KAFKA_BIN`, else beside this executable.
 pub fn runtime_binary() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("PICO_KAFKA_BIN") {
+    runtime_binary_named("pico-kafka")
+}
+
+/// A runtime's binary (`pico-kafka`, `pico-iggy`): `PICO_KAFKA_BIN`, `PICO_IGGY_BIN`, …, else
+/// beside this executable.
+pub fn runtime_binary_named(name: &str) -> Result<PathBuf, String> {
+    let var = format!("{}_BIN", name.to_ascii_uppercase().replace('-', "_"));
+    if let Some(p) = std::env::var_os(&var) {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -74,9 +81,9 @@ pub fn runtime_binary() -> Result<PathBuf, String> {
         .map(|d| {
             // Test binaries live in deps/, the binaries one level up.
             if d.ends_with("deps") {
-                d.join("..").join("pico-kafka")
+                d.join("..").join(name)
             } else {
-                d.join("pico-kafka")
+                d.join(name)
             }
         })
         .ok_or("no directory for the runtime binary")?;
@@ -84,8 +91,8 @@ pub fn runtime_binary() -> Result<PathBuf, String> {
         Ok(beside)
     } else {
         Err(format!(
-            "no pico-kafka binary at {}: build it (cargo build -p pico-kafka --features \
-             postgres,clickhouse,s3,delta) or set PICO_KAFKA_BIN",
+            "no {name} binary at {}: build it (cargo build -p {name} --features \
+             postgres,clickhouse,s3,delta) or set {var}",
             beside.display()
         ))
     }

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use tokio::process::Command;
 
-use crate::serve::native::{BinaryServer, NativeProcess, start};
+use pico_conformance::target::ServerInfo;
+
+use crate::serve::native::{BinaryServer, NativeProcess, locate, start};
 
 /// The root user the suite starts the server with.
 pub const USER: &str = "pico";
@@ -56,11 +58,23 @@ pub struct IggyServer {
     process: NativeProcess,
     /// `iggy://USER:PASSWORD@127.0.0.1:<tcp port>`, as `pico-iggy`'s `[iggy] url` takes it.
     pub url: String,
+    /// What `iggy-server --version` printed (`server 0.9.0-edge.5`), without `server `.
+    pub version: String,
 }
 
 impl IggyServer {
     /// Finds and starts `iggy-server`, ready once it answers `/ping`.
     pub async fn start() -> Result<Self, String> {
+        let bin = locate(&IggyBinary)?;
+        let printed = Command::new(&bin)
+            .arg("--version")
+            .output()
+            .await
+            .map_err(|e| format!("{} --version: {e}", bin.display()))?;
+        let version = String::from_utf8_lossy(&printed.stdout)
+            .trim()
+            .trim_start_matches("server ")
+            .to_owned();
         let process = start(&IggyBinary).await?;
         let http_port: u16 = process
             .url
@@ -69,7 +83,25 @@ impl IggyServer {
             .and_then(|p| p.parse().ok())
             .ok_or_else(|| format!("no port in {}", process.url))?;
         let url = format!("iggy://{USER}:{PASSWORD}@127.0.0.1:{}", http_port + 1);
-        Ok(Self { process, url })
+        Ok(Self {
+            process,
+            url,
+            version,
+        })
+    }
+
+    /// Name and version, as the reports name servers.
+    pub fn info(&self) -> ServerInfo {
+        ServerInfo {
+            name: "Apache Iggy (iggy-server)".into(),
+            version: self.version.clone(),
+        }
+    }
+
+    /// A crash and a restart: kills the server, waits `down`, starts it again on the same
+    /// ports with its data.
+    pub async fn crash_for(&mut self, down: std::time::Duration) -> Result<(), String> {
+        self.process.crash_for(&IggyBinary, down).await
     }
 
     /// Stops the server and removes its data.

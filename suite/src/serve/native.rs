@@ -105,11 +105,33 @@ pub async fn start(server: &dyn BinaryServer) -> Result<NativeProcess, String> {
         .tempdir()
         .map_err(|e| e.to_string())?;
     let port = free_ports(server.ports())?;
-    let log = std::fs::File::create(dir.path().join("server.log")).map_err(|e| e.to_string())?;
+    let child = spawn(server, &bin, dir.path(), port)?;
+    let process = NativeProcess {
+        child,
+        dir,
+        url: format!("http://127.0.0.1:{port}"),
+        grace: server.grace(),
+    };
+    if let Err(e) = process.ready(server).await {
+        let _ = process.stop().await;
+        return Err(e);
+    }
+    tracing::info!(sink = server.sink(), url = %process.url, bin = %bin.display(), "native server ready");
+    Ok(process)
+}
+
+/// Starts `bin` for `server` on `port` with its data under `dir`, its output appended to
+/// `dir/server.log`.
+fn spawn(server: &dyn BinaryServer, bin: &Path, dir: &Path, port: u16) -> Result<Tracked, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
-    let child = server
-        .command(&bin, dir.path(), port)?
-        .current_dir(dir.path())
+    server
+        .command(bin, dir, port)?
+        .current_dir(dir)
         .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(log)
@@ -117,24 +139,37 @@ pub async fn start(server: &dyn BinaryServer) -> Result<NativeProcess, String> {
         .kill_on_drop(true)
         .spawn()
         .map(Tracked::new)
-        .map_err(|e| format!("starting {}: {e}", bin.display()))?;
-    let process = NativeProcess {
-        child,
-        dir,
-        url: format!("http://127.0.0.1:{port}"),
-        grace: server.grace(),
-    };
-    let health = format!("{}{}", process.url, server.health());
-    if let Err(e) = wait_http(&health, server.startup(), &[], |s, b| server.ready(s, b)).await {
-        let log = process.log_tail();
-        let _ = process.stop().await;
-        return Err(format!("{e}; its log ends: {log}"));
-    }
-    tracing::info!(sink = server.sink(), url = %process.url, bin = %bin.display(), "native server ready");
-    Ok(process)
+        .map_err(|e| format!("starting {}: {e}", bin.display()))
 }
 
 impl NativeProcess {
+    /// Waits until `server`'s health endpoint says ready ([`BinaryServer::startup`] at most).
+    async fn ready(&self, server: &dyn BinaryServer) -> Result<(), String> {
+        let health = format!("{}{}", self.url, server.health());
+        wait_http(&health, server.startup(), &[], |s, b| server.ready(s, b))
+            .await
+            .map_err(|e| format!("{e}; its log ends: {}", self.log_tail()))
+    }
+
+    /// A crash and a restart: kills the server (SIGKILL), keeps its data, waits `down`, then
+    /// starts it again on the same ports and waits until it is ready.
+    pub async fn crash_for(
+        &mut self,
+        server: &dyn BinaryServer,
+        down: Duration,
+    ) -> Result<(), String> {
+        self.child.kill().await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(down).await;
+        let port: u16 = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| format!("no port in {}", self.url))?;
+        self.child = spawn(server, &locate(server)?, self.dir.path(), port)?;
+        self.ready(server).await
+    }
+
     /// The last lines of the server's log (before any stack backtrace).
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();

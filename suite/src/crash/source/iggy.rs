@@ -86,6 +86,26 @@ impl IggySide {
 
 #[async_trait]
 impl CaseBroker for IggySide {
+    fn runtime(&self) -> &'static str {
+        "pico-iggy"
+    }
+
+    fn metrics_prefix(&self) -> &'static str {
+        "pico_iggy"
+    }
+
+    fn cannot_hold(&self) -> Option<&'static str> {
+        Some(
+            "Iggy refuses a message with an empty payload: the stream's empty bad records are \
+             not produced",
+        )
+    }
+
+    /// `stream/topic` ([`pico_sink::identity::iggy`]; neither name here holds a `/` or `%`).
+    fn identity_topic(&self, topic: &str) -> String {
+        format!("{STREAM}/{topic}")
+    }
+
     fn sections(&self, names: CaseNames<'_>, _session: Duration) -> String {
         // Iggy drops a member when its connection closes (no session timeout to set): a
         // killed process's partitions move at once.

@@ -26,6 +26,14 @@ pub struct KafkaSide {
 
 #[async_trait]
 impl CaseBroker for KafkaSide {
+    fn runtime(&self) -> &'static str {
+        "pico-kafka"
+    }
+
+    fn metrics_prefix(&self) -> &'static str {
+        "pico_kafka"
+    }
+
     fn sections(&self, names: CaseNames<'_>, session: Duration) -> String {
         let CaseNames {
             topic,

@@ -15,6 +15,18 @@ use async_trait::async_trait;
 use super::Produced;
 use super::Size;
 use super::dead_letters::{BadRecords, Letter};
+use super::shared_broker::SharedBroker;
+use crate::serve::iggy::IggyServer;
+
+/// The broker a crash run's cases share.
+#[derive(Clone, Copy)]
+pub enum CaseSource<'a> {
+    /// A Kafka broker under `pico-kafka`, shared with the cases running at once (the broker
+    /// case holds it alone).
+    Kafka(&'a SharedBroker),
+    /// An Iggy server under `pico-iggy`, shared in the same way.
+    Iggy(&'a SharedBroker<IggyServer>),
+}
 
 /// The names one case uses on its broker.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +42,25 @@ pub struct CaseNames<'a> {
 /// A broker as a crash case uses it.
 #[async_trait]
 pub trait CaseBroker: Send + Sync {
+    /// The runtime that consumes from it (`pico-kafka`): the binary the case runs.
+    fn runtime(&self) -> &'static str;
+
+    /// The prefix of that runtime's metric names (`pico_kafka`).
+    fn metrics_prefix(&self) -> &'static str;
+
+    /// The topic as the records' identity names it (what the destination's rows, the
+    /// dead letters' `pico.dlq.topic` and the metrics' `topic` label hold): by default the
+    /// broker's topic.
+    fn identity_topic(&self, topic: &str) -> String {
+        topic.to_owned()
+    }
+
+    /// What of the case's stream this broker cannot hold, if anything: said in every case's
+    /// notes.
+    fn cannot_hold(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The pipeline file's sections that point the runtime at the case's topic, group and
     /// dead-letter topic; `session` is how soon the broker gives a silent member's partitions
     /// to another.
