@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -261,24 +262,23 @@ async fn sync(
     Ok(())
 }
 
-/// Polls each partition of `wanted` once from its position; waits [`POLL_IDLE`] when none had
-/// anything.
-async fn poll_round(
-    member: &GroupMember,
-    wanted: &[(u32, u64)],
-    count: u32,
-) -> Vec<(u32, Result<Polled, ConsumerError>)> {
+/// What one round of polls answered, per partition.
+type Round = Vec<(u32, Result<Polled, ConsumerError>)>;
+
+/// Polls each partition of `wanted` once from its position.
+async fn poll_round(member: &GroupMember, wanted: Vec<(u32, u64)>, count: u32) -> Round {
     let mut round = Vec::with_capacity(wanted.len());
-    let mut any = false;
-    for &(partition, from) in wanted {
-        let polled = member.poll(partition, from, count).await;
-        any |= matches!(&polled, Ok(Polled::Messages { messages, .. }) if !messages.is_empty());
-        round.push((partition, polled));
-    }
-    if !any {
-        tokio::time::sleep(POLL_IDLE).await;
+    for (partition, from) in wanted {
+        round.push((partition, member.poll(partition, from, count).await));
     }
     round
+}
+
+/// Whether any poll of `round` brought messages.
+fn brought_messages(round: &Round) -> bool {
+    round
+        .iter()
+        .any(|(_, p)| matches!(p, Ok(Polled::Messages { messages, .. }) if !messages.is_empty()))
 }
 
 /// Opens the sink (riding out a destination that is down), joins the group, then runs the
@@ -393,25 +393,37 @@ pub async fn run(
     let sync_every = Duration::from_millis(pipeline.iggy.assignment_interval_ms);
     let (mut last_progress, mut next_sync) = (Instant::now(), Instant::now());
     let topic = source.topic().to_owned();
+    // The round of polls in flight: kept across the loop's turns (a tick must not drop its
+    // answers — an idle partition's would never be read, nor its lag reported) and started
+    // again once answered, after POLL_IDLE when no poll brought anything.
+    let mut polling: Option<Pin<Box<dyn Future<Output = Round> + Send + '_>>> = None;
+    let mut idle_until = Instant::now();
     let ended = loop {
         health.turned();
         if Instant::now() >= next_sync {
-            forget_revoked(&shared, &mut pending, &mut meters);
+            let before: Vec<u32> = owned.next.keys().copied().collect();
             if let Err(e) = sync(&member, &mut owned, &shared, (&metrics, &health)).await {
                 warn!(error = %e, "assignment not read: polling what was owned");
             }
             forget_revoked(&shared, &mut pending, &mut meters);
+            if !owned.next.keys().copied().eq(before) {
+                // Polls from positions of another assignment are not read.
+                polling = None;
+            }
             next_sync = Instant::now() + sync_every;
         }
-        let wanted: Vec<(u32, u64)> = {
-            let paused = lock(&broker.paused);
-            owned
-                .next
-                .iter()
-                .filter(|(p, _)| !paused.contains(&tp(&topic, **p)))
-                .map(|(p, n)| (*p, *n))
-                .collect()
-        };
+        if polling.is_none() && Instant::now() >= idle_until {
+            let wanted: Vec<(u32, u64)> = {
+                let paused = lock(&broker.paused);
+                owned
+                    .next
+                    .iter()
+                    .filter(|(p, _)| !paused.contains(&tp(&topic, **p)))
+                    .map(|(p, n)| (*p, *n))
+                    .collect()
+            };
+            polling = Some(Box::pin(poll_round(&member, wanted, per_poll)));
+        }
         tokio::select! {
             biased;
             () = &mut shutdown => break None,
@@ -420,7 +432,16 @@ pub async fn run(
                 forget_revoked(&shared, &mut pending, &mut meters);
                 flush(&tp, &mut pending, &kit, &batch, false);
             }
-            round = poll_round(&member, &wanted, per_poll) => {
+            round = async {
+                match polling.as_mut() {
+                    Some(round) => round.await,
+                    None => std::future::pending().await,
+                }
+            }, if polling.is_some() => {
+                polling = None;
+                if !brought_messages(&round) {
+                    idle_until = Instant::now() + POLL_IDLE;
+                }
                 for (partition, polled) in round {
                     match polled {
                         Ok(Polled::Messages { messages, end }) => {

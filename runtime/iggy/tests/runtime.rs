@@ -206,3 +206,84 @@ async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_
         started.elapsed().as_millis()
     );
 }
+
+/// `GET /metrics` of the process listening on `port`, or `None`.
+async fn scrape(port: u16) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.ok()?;
+    Some(text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_resuming_at_the_end_of_a_partition_reports_a_lag_of_0() {
+    let server = iggy_server().await;
+    let partitions = topic(&server.url, "orders", "payments", 1).await;
+    let p = partitions[0];
+    common::produce(&server.url, "orders", "payments", p, "m", 10).await;
+    // The group has stored the partition's last offset: nothing is left to read.
+    let source = pico_sink::identity::iggy::IggySource::new("orders", "payments").unwrap();
+    let before = pico_iggy::GroupMember::join(&server.url, &source, "pico")
+        .await
+        .unwrap();
+    before.store(p, 9).await.unwrap();
+    before.leave().await.unwrap();
+    drop(before);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let pipeline = Pipeline::from_toml(&format!(
+        "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
+         assignment_interval_ms = 200\n[sink]\nkind = \"stdout\"\n\
+         [metrics]\nlisten = \"127.0.0.1:{port}\"\nlag_interval_ms = 100\n",
+        server.url
+    ))
+    .unwrap();
+    let sink = Arc::new(Recording {
+        written: Arc::default(),
+        calls: AtomicUsize::new(0),
+    });
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        pico_iggy::run(&pipeline, sink, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let lag_line = format!("pico_iggy_consumer_lag{{topic=\"orders/payments\",partition=\"{p}\"}}");
+    let started = Instant::now();
+    let (mut seen, mut lags) = (None, Vec::new());
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Some(text) = scrape(port).await {
+            lags = text
+                .lines()
+                .filter(|l| l.contains("consumer_lag"))
+                .map(str::to_owned)
+                .collect();
+            seen = text
+                .lines()
+                .find(|l| l.starts_with(&lag_line))
+                .map(str::to_owned);
+            if seen.as_deref().is_some_and(|l| l.ends_with(" 0")) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    let exit = run.await.unwrap().unwrap();
+    println!("after {:?}: {seen:?}, {exit:?}", started.elapsed());
+    assert!(
+        seen.as_deref().is_some_and(|l| l.ends_with(" 0")),
+        "no lag of 0 reported for a partition read to its end: {seen:?}; lag lines: {lags:?}"
+    );
+}

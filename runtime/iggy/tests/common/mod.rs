@@ -20,7 +20,7 @@ pub struct IggyServer {
     pub url: String,
     /// `127.0.0.1:<port>`.
     pub address: String,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
 }
 
 impl Drop for IggyServer {
@@ -30,20 +30,13 @@ impl Drop for IggyServer {
     }
 }
 
-/// Starts an Iggy server (TCP only) and waits until a client signs in.
-pub async fn iggy_server() -> IggyServer {
+/// Starts `iggy-server` (TCP only) on `address` with its data under `data`.
+fn spawn(address: &str, data: &std::path::Path) -> Child {
     let bin = std::env::var("PICO_IGGY_SERVER_BIN").unwrap_or_else(|_| "iggy-server".into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let data = tempfile::tempdir().unwrap();
-    let address = format!("127.0.0.1:{port}");
-    let child = Command::new(&bin)
-        .current_dir(data.path())
-        .env("IGGY_SYSTEM_PATH", data.path().join("data"))
-        .env("IGGY_TCP_ADDRESS", &address)
+    Command::new(&bin)
+        .current_dir(data)
+        .env("IGGY_SYSTEM_PATH", data.join("data"))
+        .env("IGGY_TCP_ADDRESS", address)
         .env("IGGY_HTTP_ENABLED", "false")
         .env("IGGY_QUIC_ENABLED", "false")
         .env("IGGY_WEBSOCKET_ENABLED", "false")
@@ -57,24 +50,48 @@ pub async fn iggy_server() -> IggyServer {
                 "{bin}: {e} (scripts/servers.sh sets PICO_IGGY_SERVER_BIN; or build iggy-server \
                  from github.com/apache/iggy)"
             )
-        });
+        })
+}
+
+impl IggyServer {
+    /// Waits until a client signs in (20 s at most).
+    async fn ready(&self) {
+        let started = Instant::now();
+        while signed_in(&self.url).await.is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "iggy-server did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A crash: SIGKILL, then the server started again on the same port with its data.
+    pub async fn crash_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(&self.address, self.data.path());
+        self.ready().await;
+    }
+}
+
+/// Starts an Iggy server (TCP only) and waits until a client signs in.
+pub async fn iggy_server() -> IggyServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let address = format!("127.0.0.1:{port}");
     let server = IggyServer {
-        child,
+        child: spawn(&address, data.path()),
         url: format!("iggy://{USER}:{PASSWORD}@{address}"),
         address,
-        _data: data,
+        data,
     };
-    let started = Instant::now();
-    loop {
-        if signed_in(&server.url).await.is_some() {
-            return server;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "iggy-server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server.ready().await;
+    server
 }
 
 /// A client signed in as the tests' user, or `None`.
