@@ -118,3 +118,31 @@ fn crash_report_is_rendered_from_its_json_and_passed() {
         report.failures()
     );
 }
+
+#[test]
+fn iggy_crash_report_is_rendered_from_its_json_and_passed() {
+    let report: CrashReport = serde_json::from_str(&read("crash-suite-iggy.json"))
+        .expect("docs/crash-suite-iggy.json parses");
+    assert_eq!(report.runtime, "pico-iggy");
+    assert_eq!(
+        read("crash-suite-iggy.md"),
+        render(&report),
+        "docs/crash-suite-iggy.md differs from its JSON: rerun ./scripts/crash-suite.sh \
+         --runtime iggy"
+    );
+    assert_eq!(
+        report.size_name, "full",
+        "the committed crash report is a full-size run"
+    );
+    for sink in ["postgres", "s3"] {
+        assert!(
+            report.results.iter().any(|r| r.sink.id() == sink),
+            "no {sink} rows"
+        );
+    }
+    assert!(
+        report.failures().is_empty(),
+        "the committed crash report has failures: {:?}",
+        report.failures()
+    );
+}
