@@ -8,7 +8,7 @@
 //! ([`BadKind::Empty`]) cannot exist on Iggy and is not sent (every other kind is).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use iggy::prelude::{
@@ -18,7 +18,7 @@ use iggy::prelude::{
 };
 use pico_conformance::target::{PayloadForm, payload_checksum};
 
-use super::{CaseBroker, CaseNames};
+use super::{CaseBroker, CaseNames, Pace};
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
 use crate::crash::{PARTITIONS, Produced, Size, record_value};
 use crate::serve::iggy::{PASSWORD, USER};
@@ -128,13 +128,10 @@ impl CaseBroker for IggySide {
         let mut next_offset = vec![0u64; partitions as usize];
         let mut acked = Produced::new();
         let mut bad = BadRecords::new();
-        let chunk = (size.rate / 10).max(1);
-        let started = Instant::now();
-        let mut sent = 0u64;
-        while sent < size.records {
-            let end = (sent + chunk).min(size.records);
+        let mut pace = Pace::new(size);
+        while let Some(chunk) = pace.next().await {
             let mut by_partition: BTreeMap<u32, Vec<(Vec<u8>, Option<BadKind>)>> = BTreeMap::new();
-            for i in sent..end {
+            for i in chunk {
                 let (value, kind) = record_value(i);
                 if kind == Some(BadKind::Empty) {
                     continue;
@@ -171,11 +168,6 @@ impl CaseBroker for IggySide {
                         bad.insert(at, kind);
                     }
                 }
-            }
-            sent = end;
-            let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
-            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                tokio::time::sleep(wait).await;
             }
         }
         Ok((acked, bad))

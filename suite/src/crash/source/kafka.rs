@@ -12,7 +12,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{CaseBroker, CaseNames};
+use super::{CaseBroker, CaseNames, Pace};
 use crate::crash::dead_letters::{BadRecords, Letter};
 use crate::crash::{PARTITIONS, Produced, Size, record_value};
 use pico_conformance::target::{PayloadForm, payload_checksum};
@@ -76,13 +76,10 @@ async fn produce(brokers: &str, topic: &str, size: Size) -> Result<(Produced, Ba
         .map_err(|e| e.to_string())?;
     let mut acked = Produced::new();
     let mut bad = BadRecords::new();
-    let chunk = (size.rate / 10).max(1);
-    let started = Instant::now();
-    let mut sent = 0u64;
-    while sent < size.records {
-        let end = (sent + chunk).min(size.records);
+    let mut pace = Pace::new(size);
+    while let Some(chunk) = pace.next().await {
         let mut pending = Vec::new();
-        for i in sent..end {
+        for i in chunk {
             let key = format!("meter-{}", i % 97);
             let (value, kind) = record_value(i);
             let producer = producer.clone();
@@ -106,11 +103,6 @@ async fn produce(brokers: &str, topic: &str, size: Size) -> Result<(Produced, Ba
             if let Some(kind) = kind {
                 bad.insert(at, kind);
             }
-        }
-        sent = end;
-        let due = Duration::from_secs_f64(sent as f64 / size.rate as f64);
-        if let Some(wait) = due.checked_sub(started.elapsed()) {
-            tokio::time::sleep(wait).await;
         }
     }
     Ok((acked, bad))

@@ -8,7 +8,8 @@ pub mod iggy;
 pub mod kafka;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -17,6 +18,40 @@ use super::Size;
 use super::dead_letters::{BadRecords, Letter};
 use super::shared_broker::SharedBroker;
 use crate::serve::iggy::IggyServer;
+
+/// A producer's pace: the stream's record indices in chunks of a tenth of a second's worth,
+/// each chunk handed out no sooner than `size.rate` allows.
+pub(crate) struct Pace {
+    size: Size,
+    started: Instant,
+    sent: u64,
+}
+
+impl Pace {
+    /// From now.
+    pub(crate) fn new(size: Size) -> Self {
+        Self {
+            size,
+            started: Instant::now(),
+            sent: 0,
+        }
+    }
+
+    /// The next chunk, once the rate allows it; `None` once every record was handed out.
+    pub(crate) async fn next(&mut self) -> Option<Range<u64>> {
+        if self.sent >= self.size.records {
+            return None;
+        }
+        let due = Duration::from_secs_f64(self.sent as f64 / self.size.rate.max(1) as f64);
+        if let Some(wait) = due.checked_sub(self.started.elapsed()) {
+            tokio::time::sleep(wait).await;
+        }
+        let end = (self.sent + (self.size.rate / 10).max(1)).min(self.size.records);
+        let chunk = self.sent..end;
+        self.sent = end;
+        Some(chunk)
+    }
+}
 
 /// The broker a crash run's cases share.
 #[derive(Clone, Copy)]
@@ -78,4 +113,28 @@ pub trait CaseBroker: Send + Sync {
     /// Every dead letter of `topic`, as the broker physically holds them, in the order they
     /// were written.
     async fn letters(&self, topic: &str) -> Result<Vec<Letter>, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_pace_hands_out_every_record_once_no_sooner_than_the_rate() {
+        let size = Size {
+            records: 25,
+            kills: 0,
+            outage_secs: 0,
+            rate: 100,
+        };
+        let started = Instant::now();
+        let mut pace = Pace::new(size);
+        let mut chunks = Vec::new();
+        while let Some(chunk) = pace.next().await {
+            chunks.push(chunk);
+        }
+        assert_eq!(chunks, vec![0..10, 10..20, 20..25]);
+        // 20 records sent before the last chunk: not before 0.2 s at 100 a second.
+        assert!(started.elapsed() >= Duration::from_millis(200));
+    }
 }
