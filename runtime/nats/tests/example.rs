@@ -4,7 +4,6 @@
 //! again, identical, for the sink to recognise.
 #![allow(clippy::unwrap_used)]
 
-use async_nats::jetstream::{self, stream};
 use pico_sink::identity::Scope;
 use pico_sink_stdout::StdoutSink;
 
@@ -17,14 +16,7 @@ mod own_loop;
 #[tokio::test]
 async fn the_example_writes_each_message_once_and_acknowledges_after() {
     let server = common::nats_server().await;
-    let js = jetstream::new(async_nats::connect(&server.url).await.unwrap());
-    js.create_stream(stream::Config {
-        name: "ORDERS".into(),
-        subjects: vec!["orders.>".into()],
-        ..stream::Config::default()
-    })
-    .await
-    .unwrap();
+    let js = common::orders_stream(&server).await;
     for s in 1..=250 {
         js.publish("orders.eu", format!("{{\"order\":{s}}}").into())
             .await

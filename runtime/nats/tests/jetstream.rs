@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
-use async_nats::jetstream::{self, AckKind, Context, Message, stream};
+use async_nats::jetstream::{self, AckKind, Context, Message};
 use futures_util::StreamExt;
 use pico_nats::consumer::{ConsumerSettings, pull_config};
 use pico_nats::record::to_record;
@@ -23,14 +23,7 @@ use common::{NatsServer, nats_server};
 /// alternately on `orders.eu` and `orders.us` (sequence `s` on `orders.eu` when odd), each with
 /// headers `b` and `a`.
 async fn orders(server: &NatsServer, n: u64) -> Context {
-    let js = jetstream::new(async_nats::connect(&server.url).await.unwrap());
-    js.create_stream(stream::Config {
-        name: "ORDERS".into(),
-        subjects: vec!["orders.>".into()],
-        ..stream::Config::default()
-    })
-    .await
-    .unwrap();
+    let js = common::orders_stream(server).await;
     for s in 1..=n {
         let subject = if s % 2 == 1 { "orders.eu" } else { "orders.us" };
         let mut headers = async_nats::HeaderMap::new();

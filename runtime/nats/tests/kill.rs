@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream;
 
 mod common;
 use common::nats_server;
@@ -80,14 +80,7 @@ async fn floor(js: &jetstream::Context) -> u64 {
 
 async fn kill_run(mutant: Option<&str>) -> Measured {
     let server = nats_server().await;
-    let js = jetstream::new(async_nats::connect(&server.url).await.unwrap());
-    js.create_stream(stream::Config {
-        name: "ORDERS".into(),
-        subjects: vec!["orders.>".into()],
-        ..stream::Config::default()
-    })
-    .await
-    .unwrap();
+    let js = common::orders_stream(&server).await;
     for s in 1..=MESSAGES {
         js.publish("orders.eu", format!("{{\"order\":{s}}}").into())
             .await

@@ -231,14 +231,7 @@ impl Sink for Slow {
 #[tokio::test]
 async fn a_drain_in_mid_stream_leaves_nothing_delivered_and_unacknowledged() {
     let server = nats_server().await;
-    let js = jetstream::new(async_nats::connect(&server.url).await.unwrap());
-    js.create_stream(stream::Config {
-        name: "ORDERS".into(),
-        subjects: vec!["orders.>".into()],
-        ..stream::Config::default()
-    })
-    .await
-    .unwrap();
+    let js = common::orders_stream(&server).await;
     // More than the buffer holds before its partition pauses (16 batches of 20): the drain
     // comes while the stream still has messages.
     const MESSAGES: u64 = 3_000;

@@ -50,3 +50,16 @@ pub async fn nats_server() -> NatsServer {
     }
     server
 }
+
+/// A JetStream context on `server` with the stream ORDERS capturing `orders.>`, empty.
+pub async fn orders_stream(server: &NatsServer) -> async_nats::jetstream::Context {
+    let js = async_nats::jetstream::new(async_nats::connect(&server.url).await.unwrap());
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: "ORDERS".into(),
+        subjects: vec!["orders.>".into()],
+        ..async_nats::jetstream::stream::Config::default()
+    })
+    .await
+    .unwrap();
+    js
+}
