@@ -66,6 +66,24 @@ impl Sink for Recording {
     }
 }
 
+/// Runs `pipeline` into `sink` until the sender is used (or dropped): the run's handle.
+fn start(
+    pipeline: Pipeline,
+    sink: Arc<Recording>,
+) -> (
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Exit, pico_iggy::runtime::StartError>>,
+) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        pico_iggy::run(&pipeline, sink, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    (stop, run)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_dead_lettered() {
     let server = iggy_server().await;
@@ -115,13 +133,7 @@ async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_
         written: written.clone(),
         calls: AtomicUsize::new(0),
     });
-    let (stop, stopped) = oneshot::channel::<()>();
-    let run = tokio::spawn(async move {
-        pico_iggy::run(&pipeline, sink, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let (stop, run) = start(pipeline, sink);
     let good = partitions.len() * PER_PARTITION as usize - bad.len();
     let started = Instant::now();
     while written.lock().unwrap().len() < good && started.elapsed() < Duration::from_secs(60) {
@@ -252,13 +264,7 @@ async fn a_member_resuming_at_the_end_of_a_partition_reports_a_lag_of_0() {
         written: Arc::default(),
         calls: AtomicUsize::new(0),
     });
-    let (stop, stopped) = oneshot::channel::<()>();
-    let run = tokio::spawn(async move {
-        pico_iggy::run(&pipeline, sink, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let (stop, run) = start(pipeline, sink);
     let lag_line = format!("pico_iggy_consumer_lag{{topic=\"orders/payments\",partition=\"{p}\"}}");
     let started = Instant::now();
     let (mut seen, mut lags) = (None, Vec::new());
