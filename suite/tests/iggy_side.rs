@@ -90,6 +90,7 @@ async fn the_iggy_side_counts_what_the_server_holds_and_reads_back_the_group_and
     // The group's position: nothing before the group exists, stored + 1 after a store.
     let zeros: BTreeMap<u32, u64> = (0..PARTITIONS as u32).map(|p| (p, 0)).collect();
     assert_eq!(side.committed("sink", "readings").await.unwrap(), zeros);
+    assert_eq!(side.group_view("sink", "readings").await.unwrap(), None);
     c.create_consumer_group(&id(STREAM), &id("readings"), "sink")
         .await
         .unwrap();
@@ -108,6 +109,20 @@ async fn the_iggy_side_counts_what_the_server_holds_and_reads_back_the_group_and
     let mut expected = zeros.clone();
     expected.insert(2, 42);
     assert_eq!(side.committed("sink", "readings").await.unwrap(), expected);
+    // The one member holds every partition and is a connected client in the group.
+    let view = side.group_view("sink", "readings").await.unwrap().unwrap();
+    assert_eq!(view.connected, 1);
+    assert_eq!(
+        view.members,
+        vec![(0..PARTITIONS as u32).collect::<Vec<_>>()]
+    );
+    // Read back from an offset: what the broker holds there, as produced.
+    let back = side.read_back("readings", 1, 3).await.unwrap();
+    assert!(!back.is_empty());
+    for (at, sum) in &back {
+        assert!(at.0 == 1 && at.1 >= 3, "{at:?}");
+        assert_eq!(produced.get(at), Some(sum), "{at:?}");
+    }
 
     // A dead letter comes back with its origin and reason.
     assert!(side.letters("readings-dlq").await.unwrap().is_empty());

@@ -19,6 +19,7 @@
 //! in the dead-letter topic exactly once (and not in the destination) or be stored by a sink
 //! that takes it.
 
+pub mod broker_fault;
 pub mod controls;
 pub mod dead_letters;
 pub mod destinations;
@@ -41,6 +42,7 @@ use pico_conformance::fault::{FaultMode, FaultSwitch, Flaky};
 use pico_conformance::proxy::FaultProxies;
 use serde::{Deserialize, Serialize};
 
+use broker_fault::BrokerFault;
 use controls::{Control, ControlResult};
 use dead_letters::{BadKind, BadRecords, DeadLetterCheck, dead_letter_topic};
 use destinations::{CrashDestination, CrashSink, HeldRow};
@@ -208,9 +210,14 @@ pub struct CaseResult {
     #[serde(default)]
     pub in_flight: Option<InFlight>,
     /// What a Prometheus scraped from the processes, against what the case measured
-    /// ([`scraped`]); none in a report from before it was scraped.
+    /// ([`scraped`]); none in a report from before it was scraped, and none when the broker
+    /// kept the group from draining.
     #[serde(default)]
     pub metrics: Option<MetricsCheck>,
+    /// Records the broker held back from every live member, by its own fault, measured
+    /// ([`broker_fault`]): they are judged neither lost nor delivered.
+    #[serde(default)]
+    pub broker_fault: Option<BrokerFault>,
     /// Whether it passed, or why not.
     pub verdict: Result<(), String>,
     /// What else was seen.
@@ -240,6 +247,7 @@ impl CaseResult {
             dead_letters: None,
             in_flight: None,
             metrics: None,
+            broker_fault: None,
             verdict: Err(why),
             notes: Vec::new(),
         }
@@ -594,6 +602,7 @@ async fn run_case_inner(
         let mut stats_before = ProcessStats::default();
         let mut last_move = (BTreeMap::new(), Instant::now());
         let mut regroups = 0;
+        let mut stranded = None;
         while Instant::now() < deadline {
             let now = place.committed().await.unwrap_or_default();
             if ends
@@ -616,6 +625,22 @@ async fn run_case_inner(
                     .filter(|(p, end)| last_move.0.get(*p).is_none_or(|c| c < *end))
                     .map(|(p, _)| *p)
                     .collect();
+                // Stalled again after every member was restarted: a broker that keeps a dead
+                // member's partitions is not waited out ([`broker_fault`]).
+                if regroups >= 1
+                    && let Ok(Some(view)) = side.group_view(&group, &topic).await
+                    && let Some(partitions) =
+                        view.stranded(&held_partitions(&dir, processes), &behind)
+                {
+                    notes.push(format!(
+                        "no commit for 20 s with partitions {behind:?} behind after every member \
+                         was restarted; the broker assigns them to members while no live process \
+                         holds them ({:?}, from their logs): the case ends there",
+                        held_partitions(&dir, processes)
+                    ));
+                    stranded = Some((view, partitions));
+                    break;
+                }
                 notes.push(format!(
                     "no commit for 20 s with partitions {behind:?} behind while the live processes \
                  held partitions {:?} (from their logs): every member restarted after the session \
@@ -660,6 +685,7 @@ async fn run_case_inner(
             cuts,
             done,
             scraped,
+            stranded,
         })
     };
     // The measurer stops once the body ends, whether it finished or failed.
@@ -682,6 +708,7 @@ async fn run_case_inner(
         cuts,
         done,
         scraped,
+        stranded,
     } = drained?;
     if let Ok(s) = scraper {
         s.stop().await;
@@ -703,6 +730,25 @@ async fn run_case_inner(
     let held = place.held().await?;
     if let Some(n) = &held.note {
         notes.push(n.clone());
+    }
+    let all_produced = produced.len() as u64;
+    let mut broker_fault = None;
+    let (produced, bad) = match &stranded {
+        Some(stranded) => {
+            let (fault, undelivered) = broker_fault::measure(
+                (side.as_ref(), &topic),
+                stranded,
+                (&produced, &held),
+                (&drained, &ends),
+            )
+            .await?;
+            broker_fault = Some(fault);
+            broker_fault::withheld(&produced, &bad, &undelivered)
+        }
+        None => (produced, bad),
+    };
+    if let Some(fault) = &broker_fault {
+        notes.push(fault.note());
     }
     let letters = place.broker.letters(&dlq).await?;
     let dead_letters = DeadLetterCheck::of(
@@ -750,7 +796,11 @@ async fn run_case_inner(
         notes.clone(),
     );
     result.stalls = regroups;
-    if let (Some(why), true) = (unfinished, result.verdict.is_ok()) {
+    result.produced = all_produced;
+    let held_back = broker_fault
+        .as_ref()
+        .is_some_and(|f| f.covers(&drained, &ends));
+    if let (Some(why), true, false) = (unfinished, result.verdict.is_ok(), held_back) {
         result.verdict = Err(why);
     }
     if let Some(tally) = kill_tally {
@@ -781,7 +831,10 @@ async fn run_case_inner(
         result.verdict = Err(why);
     }
     let metrics = match scraped {
-        Ok(s) => MetricsCheck::of(
+        // Nothing to compare: the broker kept the group from draining, so no scrape followed
+        // a drain and no partition's lag could reach 0.
+        Err(_) if broker_fault.is_some() => None,
+        Ok(s) => Some(MetricsCheck::of(
             s,
             &Measured {
                 produced: result.produced,
@@ -796,16 +849,22 @@ async fn run_case_inner(
                 keyed: sink.keyed(),
                 replays_told_per_record: sink.replays_told_per_record(),
             },
-        ),
-        Err(why) => MetricsCheck::unscraped(why),
+        )),
+        Err(why) => Some(MetricsCheck::unscraped(why)),
     };
-    result.notes.push(metrics.note());
-    if let Some(why) = metrics.failure()
+    match &metrics {
+        Some(m) => result.notes.push(m.note()),
+        None => result
+            .notes
+            .push("metrics not judged: the broker kept the group from draining".into()),
+    }
+    if let Some(why) = metrics.as_ref().and_then(MetricsCheck::failure)
         && result.verdict.is_ok()
     {
         result.verdict = Err(why);
     }
-    result.metrics = Some(metrics);
+    result.metrics = metrics;
+    result.broker_fault = broker_fault;
     result.dead_letters = Some(dead_letters);
     result.in_flight = Some(flight);
     Ok(result)
@@ -824,6 +883,9 @@ struct Drained {
     cuts: pico_conformance::fault::FaultStats,
     done: bool,
     scraped: Result<scraped::Scraped, String>,
+    /// The group as the broker listed it when the case ended on partitions it keeps assigned
+    /// to members no live process is, and those partitions ([`broker_fault`]).
+    stranded: Option<(broker_fault::GroupView, BTreeSet<u32>)>,
 }
 
 /// Adds `at` to the case's interruptions.

@@ -137,7 +137,16 @@ fn cell(r: &CaseResult) -> String {
         Err(why) if why.starts_with("not applicable") => "n/a".into(),
         Err(_) if r.produced == 0 => "✗ failed".into(),
         verdict => {
-            let mark = if verdict.is_ok() { "✓" } else { "✗" };
+            let mark = match (verdict.is_ok(), &r.broker_fault) {
+                (true, None) => "✓",
+                (true, Some(_)) => "⊘",
+                (false, _) => "✗",
+            };
+            let held_back = r
+                .broker_fault
+                .as_ref()
+                .map(|f| format!(" · {}", f.headline()))
+                .unwrap_or_default();
             let lost = if r.lost_count == 0 {
                 "0 lost".to_owned()
             } else {
@@ -161,10 +170,21 @@ fn cell(r: &CaseResult) -> String {
                 .map(|d| format!(" · {}", d.headline()))
                 .unwrap_or_default();
             format!(
-                "{mark} {lost} · {} dup{kills}{fault}{letters}{stalled}",
+                "{mark} {lost}{held_back} · {} dup{kills}{fault}{letters}{stalled}",
                 r.duplicates
             )
         }
+    }
+}
+
+/// The legend of ⊘, for a report that has such a cell.
+fn held_back_legend(report: &CrashReport) -> &'static str {
+    if report.results.iter().any(|r| r.broker_fault.is_some()) {
+        " · ⊘ within the bound for every record the runtime could be handed, while the broker, by \
+         its own fault, kept records it acknowledged from every live member (undelivered: still \
+         on the broker beyond the group's committed offset, read back; details below)"
+    } else {
+        ""
     }
 }
 
@@ -459,7 +479,8 @@ pub fn render(report: &CrashReport) -> String {
         md,
         "Legend: ✓ within the bound · ✗ loss or too many duplicates · n/a not applicable here · \
          ⚠ stall: the group stopped committing for 20 s with records left and every member was \
-         restarted (details below). {}\n",
+         restarted (details below){}. {}\n",
+        held_back_legend(report),
         bound_legend(report)
     );
     let mut header = "| sink |".to_owned();
@@ -544,6 +565,7 @@ pub fn render(report: &CrashReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crash::broker_fault::BrokerFault;
 
     fn report(date: &str, size: Size, rows: &[(CrashSink, Case, &str)]) -> CrashReport {
         let info = |name: &str| ServerInfo {
@@ -623,5 +645,29 @@ mod tests {
         let reduced = report("2026-12-05", Size::REDUCED, &[(meili, Case::Kill, "new")]);
         let refused = reduced.merged_into(earlier, "abc").unwrap_err();
         assert!(refused.contains("same size"), "{refused}");
+    }
+
+    #[test]
+    fn a_broker_fault_is_shown_apart_from_a_pass_and_a_loss() {
+        let pg = CrashSink::POSTGRES;
+        let mut r = report("2026-12-06", Size::REDUCED, &[(pg, Case::Broker, "")]);
+        let case = &mut r.results[0];
+        case.produced = 3998;
+        case.verdict = Ok(());
+        case.broker_fault = Some(BrokerFault {
+            members: 2,
+            connected: 1,
+            stranded: [(3, (120, 1000))].into(),
+            undelivered: 880,
+        });
+        assert!(cell(case).starts_with("⊘ 0 lost · 880 undelivered (broker fault)"));
+        assert!(r.failures().is_empty(), "the runtime lost nothing");
+        assert!(render(&r).contains("⊘ within the bound"));
+        // The same fault beside a loss is a loss.
+        let case = &mut r.results[0];
+        case.lost_count = 2;
+        case.verdict = Err("2 records lost".into());
+        assert!(cell(case).starts_with("✗ 2 LOST · 880 undelivered"));
+        assert_eq!(r.failures().len(), 1);
     }
 }

@@ -68,8 +68,14 @@ impl IggyServer {
 
     /// A crash: SIGKILL, then the server started again on the same port with its data.
     pub async fn crash_and_restart(&mut self) {
+        self.crash_for(Duration::ZERO).await;
+    }
+
+    /// A crash and `down` without a server before it starts again with its data.
+    pub async fn crash_for(&mut self, down: Duration) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        tokio::time::sleep(down).await;
         self.child = spawn(&self.address, self.data.path());
         self.ready().await;
     }
@@ -105,6 +111,24 @@ pub async fn signed_in(url: &str) -> Option<TcpClient> {
 /// Creates `stream` and its `topic` with `partitions` partitions; returns the ids of the
 /// partitions, as the server numbers them.
 pub async fn topic(url: &str, stream: &str, topic: &str, partitions: u32) -> Vec<u32> {
+    topic_with(
+        url,
+        stream,
+        topic,
+        partitions,
+        TopicCreateOptions::default(),
+    )
+    .await
+}
+
+/// [`topic`] with `options` (durability, flush cadence) for the topic.
+pub async fn topic_with(
+    url: &str,
+    stream: &str,
+    topic: &str,
+    partitions: u32,
+    options: TopicCreateOptions,
+) -> Vec<u32> {
     let client = signed_in(url).await.unwrap();
     let stream_id = Identifier::named(stream).unwrap();
     if client.get_stream(&stream_id).await.unwrap().is_none() {
@@ -116,7 +140,7 @@ pub async fn topic(url: &str, stream: &str, topic: &str, partitions: u32) -> Vec
             topic,
             &TopicCreateOptions {
                 partitions_count: Some(partitions),
-                ..TopicCreateOptions::default()
+                ..options
             },
         )
         .await

@@ -13,12 +13,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use iggy::prelude::{
     Client, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyMessage,
-    MessageClient, Partitioning, PollingStrategy, StreamClient, TcpClient, TopicClient,
-    TopicCreateOptions, UserClient,
+    MessageClient, Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient,
+    TopicClient, TopicCreateOptions, UserClient,
 };
 use pico_conformance::target::{PayloadForm, payload_checksum};
 
 use super::{CaseBroker, CaseNames, Pace};
+use crate::crash::broker_fault::GroupView;
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
 use crate::crash::{PARTITIONS, Produced, Size, record_value};
 use crate::serve::iggy::{PASSWORD, USER};
@@ -26,8 +27,8 @@ use crate::serve::iggy::{PASSWORD, USER};
 /// The stream every crash topic lives in.
 pub const STREAM: &str = "pico-crash";
 
-/// Messages read per poll of the dead-letter topic.
-const LETTERS_PER_POLL: u32 = 100;
+/// Messages read per poll when the suite reads a topic back.
+const PER_POLL: u32 = 100;
 
 /// An Iggy server at `url` (`iggy://USER:PASSWORD@HOST:PORT`), consumed by `pico-iggy`.
 #[derive(Debug, Clone)]
@@ -51,8 +52,46 @@ impl IggySide {
         Ok(client)
     }
 
+    /// Hands `each` message of `partition` of `topic`, from offset `from` to the end, polled
+    /// by offset by a consumer outside every group.
+    async fn read(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: u64,
+        mut each: impl FnMut(&IggyMessage) + Send,
+    ) -> Result<(), String> {
+        let client = self.client().await?;
+        let reader = Consumer::new(named("pico-crash-reader")?);
+        let (stream, topic_id) = (named(STREAM)?, named(topic)?);
+        let mut next = from;
+        loop {
+            let polled = client
+                .poll_messages(
+                    &stream,
+                    &topic_id,
+                    Some(partition),
+                    &reader,
+                    &PollingStrategy::offset(next),
+                    PER_POLL,
+                    false,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(last) = polled.messages.last() else {
+                return Ok(());
+            };
+            next = last.header.offset + 1;
+            polled.messages.iter().for_each(&mut each);
+        }
+    }
+
     /// Creates the stream (once) and the case's `topic` with `partitions` partitions, and its
-    /// dead-letter topic `dlq` with one.
+    /// dead-letter topic `dlq` with one; both save and fsync every message before the server
+    /// acknowledges it. A topic created with the server's defaults keeps up to 1 024
+    /// acknowledged messages of a partition in memory, and a crash of the server loses them
+    /// (pico-iggy's `tests/group.rs` measures it): the broker case would count the broker's
+    /// loss against the runtime.
     pub async fn create(&self, topic: &str, dlq: &str, partitions: u32) -> Result<(), String> {
         let client = self.client().await?;
         let stream = named(STREAM)?;
@@ -74,6 +113,8 @@ impl IggySide {
                     name,
                     &TopicCreateOptions {
                         partitions_count: Some(count),
+                        enforce_fsync: Some(true),
+                        messages_required_to_save: Some(1),
                         ..TopicCreateOptions::default()
                     },
                 )
@@ -199,39 +240,89 @@ impl CaseBroker for IggySide {
     }
 
     async fn letters(&self, topic: &str) -> Result<Vec<Letter>, String> {
-        let client = self.client().await?;
-        let reader = Consumer::new(named("pico-crash-letter-reader")?);
-        let (stream, topic_id) = (named(STREAM)?, named(topic)?);
         let mut letters = Vec::new();
-        loop {
-            let polled = client
-                .poll_messages(
-                    &stream,
-                    &topic_id,
-                    Some(0),
-                    &reader,
-                    &PollingStrategy::offset(letters.len() as u64),
-                    LETTERS_PER_POLL,
-                    false,
-                )
+        self.read(topic, 0, 0, |m| {
+            let headers = m.user_headers_map().ok().flatten().unwrap_or_default();
+            letters.push(Letter::of(
+                i64::try_from(m.header.offset).unwrap_or(i64::MAX),
+                headers.iter().map(|(k, v)| {
+                    (
+                        std::str::from_utf8(k.as_bytes()).unwrap_or_default(),
+                        v.as_bytes(),
+                    )
+                }),
+                &m.payload,
+            ));
+        })
+        .await
+        .map_err(|e| format!("reading the dead letters of {topic}: {e}"))?;
+        Ok(letters)
+    }
+
+    /// Members from the group's details; connected members from every connected client's
+    /// details, which name the groups (stream, topic and group ids) it is in — a member's id
+    /// is not its client's on iggy-server 0.9.0-edge.5.
+    async fn group_view(&self, group: &str, topic: &str) -> Result<Option<GroupView>, String> {
+        let client = self.client().await?;
+        let (stream, topic_id, group_id) = (named(STREAM)?, named(topic)?, named(group)?);
+        let failed = |what: &str, e: iggy::prelude::IggyError| format!("{what}: {e}");
+        let ids = (
+            client
+                .get_stream(&stream)
                 .await
-                .map_err(|e| format!("reading the dead letters of {topic}: {e}"))?;
-            if polled.messages.is_empty() {
-                return Ok(letters);
-            }
-            for m in &polled.messages {
-                let headers = m.user_headers_map().ok().flatten().unwrap_or_default();
-                letters.push(Letter::of(
-                    i64::try_from(m.header.offset).unwrap_or(i64::MAX),
-                    headers.iter().map(|(k, v)| {
-                        (
-                            std::str::from_utf8(k.as_bytes()).unwrap_or_default(),
-                            v.as_bytes(),
-                        )
-                    }),
-                    &m.payload,
-                ));
-            }
+                .map_err(|e| failed("the stream", e))?
+                .map(|s| s.id),
+            client
+                .get_topic(&stream, &topic_id)
+                .await
+                .map_err(|e| failed("the topic", e))?
+                .map(|t| t.id),
+            client
+                .get_consumer_group(&stream, &topic_id, &group_id)
+                .await
+                .map_err(|e| failed("the consumer group", e))?,
+        );
+        let (Some(stream_id), Some(topic_id), Some(details)) = ids else {
+            return Ok(None);
+        };
+        let mut connected = 0;
+        for c in client
+            .get_clients()
+            .await
+            .map_err(|e| failed("the clients", e))?
+        {
+            // A client gone between the two requests is in no group.
+            let Some(info) = client
+                .get_client(c.client_id)
+                .await
+                .map_err(|e| failed("a client", e))?
+            else {
+                continue;
+            };
+            connected += info
+                .consumer_groups
+                .iter()
+                .filter(|g| {
+                    (g.stream_id, g.topic_id, g.group_id) == (stream_id, topic_id, details.id)
+                })
+                .count();
         }
+        Ok(Some(GroupView {
+            members: details.members.into_iter().map(|m| m.partitions).collect(),
+            connected,
+        }))
+    }
+
+    async fn read_back(&self, topic: &str, partition: u32, from: u64) -> Result<Produced, String> {
+        let mut held = Produced::new();
+        self.read(topic, partition, from, |m| {
+            held.insert(
+                (partition, m.header.offset),
+                payload_checksum(PayloadForm::Json, &m.payload),
+            );
+        })
+        .await
+        .map_err(|e| format!("reading {STREAM}/{topic} {partition} back: {e}"))?;
+        Ok(held)
     }
 }

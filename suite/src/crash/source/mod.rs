@@ -15,6 +15,7 @@ use async_trait::async_trait;
 
 use super::Produced;
 use super::Size;
+use super::broker_fault::GroupView;
 use super::dead_letters::{BadRecords, Letter};
 use super::shared_broker::SharedBroker;
 use crate::serve::iggy::IggyServer;
@@ -113,6 +114,26 @@ pub trait CaseBroker: Send + Sync {
     /// Every dead letter of `topic`, as the broker physically holds them, in the order they
     /// were written.
     async fn letters(&self, topic: &str) -> Result<Vec<Letter>, String>;
+
+    /// The group as the broker lists it, against its connected clients, for a broker that can
+    /// keep a member whose connection is gone ([`super::broker_fault`]); `None` (the default)
+    /// where it cannot: a Kafka coordinator expires a silent member after its session timeout.
+    async fn group_view(&self, _group: &str, _topic: &str) -> Result<Option<GroupView>, String> {
+        Ok(None)
+    }
+
+    /// The records of `partition` from offset `from` to its end as the broker holds them: per
+    /// `(partition, offset)` the checksum of the payload as JSON. Read only where
+    /// [`Self::group_view`] answers; nothing by default, so a record is never taken for held
+    /// by a broker that was not read.
+    async fn read_back(
+        &self,
+        _topic: &str,
+        _partition: u32,
+        _from: u64,
+    ) -> Result<Produced, String> {
+        Ok(Produced::new())
+    }
 }
 
 #[cfg(test)]
