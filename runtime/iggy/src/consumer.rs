@@ -14,6 +14,16 @@
 //!   a store of an offset of a partition the member neither owns nor is handing over. What a
 //!   member stores is always the end of what its sink wrote, so a store, accepted or fenced,
 //!   never moves the group past a message not written.
+//!
+//! And one fact of its client (`iggy` 0.11.0-edge.4, measured in `tests/runtime.rs`): when the
+//! server goes away under requests in flight, the client's own reconnection can stall for good,
+//! every later request failing with `Disconnected` or never answered. So every request here is
+//! given [`ANSWER_WITHIN`], and a member whose connection failed [`GroupMember::reconnect`]s
+//! with a new client.
+
+use std::future::Future;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use iggy::prelude::Client;
 use iggy::prelude::{
@@ -49,7 +59,38 @@ pub enum ConsumerError {
     /// A name the wire protocol cannot carry.
     #[error("iggy: {0}")]
     Name(String),
+    /// The server did not answer in time (it is down, or the client's connection stalled).
+    #[error("iggy: {what}: no answer within {after:?}")]
+    Unanswered {
+        /// What was asked.
+        what: String,
+        /// How long the member waited.
+        after: Duration,
+    },
 }
+
+impl ConsumerError {
+    /// Whether the connection failed (the server is unreachable, or the client lost its
+    /// connection): a new connection may mend it, unlike a refusal.
+    pub fn is_connection(&self) -> bool {
+        match self {
+            Self::Unanswered { .. } => true,
+            Self::Server { source, .. } => matches!(
+                source,
+                IggyError::Disconnected
+                    | IggyError::NotConnected
+                    | IggyError::CannotEstablishConnection
+                    | IggyError::TcpError
+                    | IggyError::StaleClient
+                    | IggyError::Unauthenticated
+            ),
+            Self::Url { .. } | Self::Name(_) => false,
+        }
+    }
+}
+
+/// How long a member waits for the server's answer to one request.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 
 /// The partitions the group assigns this member, in one generation of the group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +117,10 @@ pub enum Polled {
 
 /// A member of a consumer group of one topic.
 pub struct GroupMember {
-    client: TcpClient,
+    /// The connection string, for a new connection.
+    url: String,
+    /// The connection, replaced by [`Self::reconnect`].
+    client: RwLock<Arc<TcpClient>>,
     source: IggySource,
     stream: Identifier,
     topic: Identifier,
@@ -89,42 +133,64 @@ impl GroupMember {
     /// Connects to `url` (`iggy://USER:PASSWORD@HOST:PORT`), signs in, creates the consumer
     /// group `group` on `source` if it does not exist, and joins it.
     pub async fn join(url: &str, source: &IggySource, group: &str) -> Result<Self, ConsumerError> {
-        let client =
-            TcpClient::from_connection_string(url).map_err(|source| ConsumerError::Url {
-                url: hide_password(url),
-                source,
-            })?;
-        client
-            .connect()
-            .await
-            .map_err(|e| server(format!("connecting to {}", hide_password(url)), e))?;
+        let client = connect(url).await?;
         let member = Self {
+            url: url.to_owned(),
             stream: named(source.stream())?,
             topic: named(source.topic_name())?,
             group: named(group)?,
             consumer: Consumer::group(named(group)?),
             group_name: group.to_owned(),
             source: source.clone(),
-            client,
+            client: RwLock::new(Arc::new(client)),
         };
-        let existing = member
-            .client
-            .get_consumer_group(&member.stream, &member.topic, &member.group)
-            .await
-            .map_err(|e| server(format!("reading consumer group {group}"), e))?;
+        let client = member.client();
+        let existing = answer(
+            || format!("reading consumer group {group}"),
+            client.get_consumer_group(&member.stream, &member.topic, &member.group),
+        )
+        .await?;
         if existing.is_none() {
-            member
-                .client
-                .create_consumer_group(&member.stream, &member.topic, group)
-                .await
-                .map_err(|e| server(format!("creating consumer group {group}"), e))?;
+            answer(
+                || format!("creating consumer group {group}"),
+                client.create_consumer_group(&member.stream, &member.topic, group),
+            )
+            .await?;
         }
-        member
-            .client
-            .join_consumer_group(&member.stream, &member.topic, &member.group)
-            .await
-            .map_err(|e| server(format!("joining consumer group {group}"), e))?;
+        answer(
+            || format!("joining consumer group {group}"),
+            client.join_consumer_group(&member.stream, &member.topic, &member.group),
+        )
+        .await?;
         Ok(member)
+    }
+
+    /// The connection now.
+    fn client(&self) -> Arc<TcpClient> {
+        self.client
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the connection with a new one that joins the group again: after the old one
+    /// failed, the server counts this member as gone (its partitions go to the others, or come
+    /// back to this member in the new generation). The old connection is closed aside.
+    pub async fn reconnect(&self) -> Result<(), ConsumerError> {
+        let fresh = connect(&self.url).await?;
+        answer(
+            || format!("joining consumer group {} again", self.group_name),
+            fresh.join_consumer_group(&self.stream, &self.topic, &self.group),
+        )
+        .await?;
+        let old = std::mem::replace(
+            &mut *self.client.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::new(fresh),
+        );
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(ANSWER_WITHIN, old.disconnect()).await;
+        });
+        Ok(())
     }
 
     /// The topic this member reads.
@@ -143,11 +209,12 @@ impl GroupMember {
             topic_id: wire(self.source.topic_name())?,
             group_id: wire(&self.group_name)?,
         };
-        let reply = self
-            .client
-            .send_raw_with_response(SYNC_CONSUMER_GROUP_CODE, request.to_bytes())
-            .await
-            .map_err(|e| server("reading this member's assignment".into(), e))?;
+        let client = self.client();
+        let reply = answer(
+            || "reading this member's assignment".into(),
+            client.send_raw_with_response(SYNC_CONSUMER_GROUP_CODE, request.to_bytes()),
+        )
+        .await?;
         if reply.is_empty() {
             // The coordinator answers every member, even one without partitions.
             return Err(server(
@@ -169,16 +236,12 @@ impl GroupMember {
     /// The offset the group stored for `partition`: the last one a member confirmed, `None`
     /// when nothing was stored.
     pub async fn stored(&self, partition: u32) -> Result<Option<u64>, ConsumerError> {
-        let info = self
-            .client
-            .get_consumer_offset(&self.consumer, &self.stream, &self.topic, Some(partition))
-            .await
-            .map_err(|e| {
-                server(
-                    format!("reading the stored offset of partition {partition}"),
-                    e,
-                )
-            })?;
+        let client = self.client();
+        let info = answer(
+            || format!("reading the stored offset of partition {partition}"),
+            client.get_consumer_offset(&self.consumer, &self.stream, &self.topic, Some(partition)),
+        )
+        .await?;
         Ok(info.map(|i| i.stored_offset))
     }
 
@@ -189,18 +252,24 @@ impl GroupMember {
         from: u64,
         count: u32,
     ) -> Result<Polled, ConsumerError> {
-        let polled = self
-            .client
-            .poll_messages(
-                &self.stream,
-                &self.topic,
-                Some(partition),
-                &self.consumer,
-                &PollingStrategy::offset(from),
-                count,
-                false,
-            )
-            .await;
+        let what = || format!("polling partition {partition} from {from}");
+        let client = self.client();
+        let strategy = PollingStrategy::offset(from);
+        let polled = client.poll_messages(
+            &self.stream,
+            &self.topic,
+            Some(partition),
+            &self.consumer,
+            &strategy,
+            count,
+            false,
+        );
+        let Ok(polled) = tokio::time::timeout(ANSWER_WITHIN, polled).await else {
+            return Err(ConsumerError::Unanswered {
+                what: what(),
+                after: ANSWER_WITHIN,
+            });
+        };
         match polled {
             Ok(p)
                 if p.messages.is_empty()
@@ -213,56 +282,48 @@ impl GroupMember {
                 messages: p.messages,
             }),
             Err(IggyError::ConsumerGroupPartitionNotOwned(..)) => Ok(Polled::NotOwned),
-            Err(e) => Err(server(
-                format!("polling partition {partition} from {from}"),
-                e,
-            )),
+            Err(e) => Err(server(what(), e)),
         }
     }
 
     /// Stores `offset` as the last offset of `partition` the group has written: the next
     /// member to own it starts after it.
     pub async fn store(&self, partition: u32, offset: u64) -> Result<(), ConsumerError> {
-        self.client
-            .store_consumer_offset(
+        let client = self.client();
+        answer(
+            || format!("storing offset {offset} of partition {partition}"),
+            client.store_consumer_offset(
                 &self.consumer,
                 &self.stream,
                 &self.topic,
                 Some(partition),
                 offset,
-            )
-            .await
-            .map_err(|e| {
-                server(
-                    format!("storing offset {offset} of partition {partition}"),
-                    e,
-                )
-            })
+            ),
+        )
+        .await
     }
 
     /// Joins the group again: after the connection was lost and restored the server no longer
     /// counts this client as a member.
     pub async fn rejoin(&self) -> Result<(), ConsumerError> {
-        self.client
-            .join_consumer_group(&self.stream, &self.topic, &self.group)
-            .await
-            .map_err(|e| {
-                server(
-                    format!("joining consumer group {} again", self.group_name),
-                    e,
-                )
-            })
+        let client = self.client();
+        answer(
+            || format!("joining consumer group {} again", self.group_name),
+            client.join_consumer_group(&self.stream, &self.topic, &self.group),
+        )
+        .await
     }
 
     /// Whether the topic `target` exists.
     pub async fn topic_exists(&self, target: &IggySource) -> Result<bool, ConsumerError> {
         let stream = named(target.stream())?;
         let topic = named(target.topic_name())?;
-        let found = self
-            .client
-            .get_topic(&stream, &topic)
-            .await
-            .map_err(|e| server(format!("reading topic {}", target.topic()), e))?;
+        let client = self.client();
+        let found = answer(
+            || format!("reading topic {}", target.topic()),
+            client.get_topic(&stream, &topic),
+        )
+        .await?;
         Ok(found.is_some())
     }
 
@@ -275,21 +336,25 @@ impl GroupMember {
     ) -> Result<(), ConsumerError> {
         let stream = named(target.stream())?;
         let topic = named(target.topic_name())?;
-        self.client
-            .send_messages(&stream, &topic, &Partitioning::balanced(), messages)
-            .await
-            .map_err(|e| server(format!("sending to {}", target.topic()), e))?;
+        let client = self.client();
+        answer(
+            || format!("sending to {}", target.topic()),
+            client.send_messages(&stream, &topic, &Partitioning::balanced(), messages),
+        )
+        .await?;
         Ok(())
     }
 
     /// Leaves the group and disconnects: the group hands this member's partitions to the
     /// others at once, from the offsets stored.
     pub async fn leave(&self) -> Result<(), ConsumerError> {
-        self.client
-            .leave_consumer_group(&self.stream, &self.topic, &self.group)
-            .await
-            .map_err(|e| server("leaving the consumer group".into(), e))?;
-        let _ = self.client.disconnect().await;
+        let client = self.client();
+        answer(
+            || "leaving the consumer group".into(),
+            client.leave_consumer_group(&self.stream, &self.topic, &self.group),
+        )
+        .await?;
+        let _ = tokio::time::timeout(ANSWER_WITHIN, client.disconnect()).await;
         Ok(())
     }
 }
@@ -301,6 +366,35 @@ fn named(name: &str) -> Result<Identifier, ConsumerError> {
 
 fn server(what: String, source: IggyError) -> ConsumerError {
     ConsumerError::Server { what, source }
+}
+
+/// A client for `url`, connected (and signed in with the credentials `url` holds).
+async fn connect(url: &str) -> Result<TcpClient, ConsumerError> {
+    let client = TcpClient::from_connection_string(url).map_err(|source| ConsumerError::Url {
+        url: hide_password(url),
+        source,
+    })?;
+    answer(
+        || format!("connecting to {}", hide_password(url)),
+        client.connect(),
+    )
+    .await?;
+    Ok(client)
+}
+
+/// The answer to `request`, named by `what` when it fails or does not come within
+/// [`ANSWER_WITHIN`].
+async fn answer<T>(
+    what: impl FnOnce() -> String,
+    request: impl Future<Output = Result<T, IggyError>>,
+) -> Result<T, ConsumerError> {
+    match tokio::time::timeout(ANSWER_WITHIN, request).await {
+        Ok(answered) => answered.map_err(|e| server(what(), e)),
+        Err(_) => Err(ConsumerError::Unanswered {
+            what: what(),
+            after: ANSWER_WITHIN,
+        }),
+    }
 }
 
 /// `iggy://user:secret@host:port` → `iggy://user:***@host:port`, for messages and logs.

@@ -13,8 +13,10 @@
 //!   the sink (pico-runtime's tracker: never past the oldest record read and not confirmed).
 //! * **Dead letters** go to an Iggy topic, with the record's value and headers and the
 //!   `pico.dlq.*` headers, before the offset past them is stored.
-//! * **A lost connection.** The client reconnects and signs in again; the server then counts
-//!   it as a new client, so the member joins the group again and re-reads its assignment.
+//! * **A lost connection.** A request that fails for the connection (or gets no answer within
+//!   [`crate::consumer::ANSWER_WITHIN`]) makes the member connect again with a new client and
+//!   join the group again (the client's own reconnection can stall for good: `tests/runtime.rs`),
+//!   then re-read its assignment; what it was handed before is stored only by the fence's rules.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
@@ -208,8 +210,8 @@ struct Owned {
 }
 
 /// Asks the group which partitions this member owns: revokes the ones it lost, starts the
-/// ones it gained after their stored offset. A member the server no longer counts (its
-/// connection was lost) joins again.
+/// ones it gained after their stored offset. A member whose connection failed connects again;
+/// one the server no longer counts joins again.
 async fn sync(
     member: &GroupMember,
     owned: &mut Owned,
@@ -218,6 +220,12 @@ async fn sync(
 ) -> Result<(), ConsumerError> {
     let assignment = match member.assignment().await {
         Ok(a) => a,
+        Err(first) if first.is_connection() => {
+            warn!(error = %first, "consumer error: connecting again with a new client");
+            member.reconnect().await?;
+            info!("connected again and joined the group");
+            member.assignment().await?
+        }
         Err(first) => {
             debug!(error = %first, "assignment not read: joining the group again");
             member.rejoin().await?;
@@ -403,7 +411,7 @@ pub async fn run(
         if Instant::now() >= next_sync {
             let before: Vec<u32> = owned.next.keys().copied().collect();
             if let Err(e) = sync(&member, &mut owned, &shared, (&metrics, &health)).await {
-                warn!(error = %e, "assignment not read: polling what was owned");
+                warn!(error = %e, "consumer error: assignment not read, polling what was owned");
             }
             forget_revoked(&shared, &mut pending, &mut meters);
             if !owned.next.keys().copied().eq(before) {
@@ -479,8 +487,10 @@ pub async fn run(
                             next_sync = Instant::now();
                         }
                         Err(e) => {
-                            warn!(error = %e, "poll failed");
-                            next_sync = Instant::now() + sync_every.min(Duration::from_millis(200));
+                            warn!(error = %e, "consumer error: poll failed");
+                            // A failed connection is mended by the next sync.
+                            let wait = if e.is_connection() { Duration::ZERO } else { sync_every.min(Duration::from_millis(200)) };
+                            next_sync = next_sync.min(Instant::now() + wait);
                         }
                     }
                 }

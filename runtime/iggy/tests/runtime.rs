@@ -293,3 +293,81 @@ async fn a_member_resuming_at_the_end_of_a_partition_reports_a_lag_of_0() {
         "no lag of 0 reported for a partition read to its end: {seen:?}; lag lines: {lags:?}"
     );
 }
+
+/// A server down for 10 s under a running pipeline (SIGKILL, then started again with its
+/// data): the member's connection comes back — a new client joins the group again — and the
+/// pipeline reads on. Judged by what the sink wrote of messages sent after the restart. (The
+/// server keeps the crashed member in the group with some of its partitions — tests/group.rs —
+/// so only the partitions the live member is given can be read.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
+    // The runtime's log, shown by the test harness when the test fails.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("info")
+        .with_test_writer()
+        .try_init();
+    let mut server = iggy_server().await;
+    let saved = iggy::prelude::TopicCreateOptions {
+        enforce_fsync: Some(true),
+        messages_required_to_save: Some(1),
+        ..iggy::prelude::TopicCreateOptions::default()
+    };
+    let partitions = common::topic_with(&server.url, "orders", "payments", 2, saved).await;
+    for &p in &partitions {
+        common::produce(&server.url, "orders", "payments", p, "before", 50).await;
+    }
+    let pipeline = Pipeline::from_toml(&format!(
+        "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
+         assignment_interval_ms = 200\n[batch]\nmax_records = 20\nlinger_ms = 50\n\
+         [sink]\nkind = \"stdout\"\n",
+        server.url
+    ))
+    .unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::new(Recording {
+        written: written.clone(),
+        calls: AtomicUsize::new(1),
+    });
+    let (stop, run) = start(pipeline, sink);
+    let wait_for = |n: usize, within: Duration| {
+        let written = written.clone();
+        async move {
+            let started = Instant::now();
+            while written.lock().unwrap().len() < n && started.elapsed() < within {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            written.lock().unwrap().len()
+        }
+    };
+    assert_eq!(wait_for(100, Duration::from_secs(30)).await, 100);
+    server.crash_for(Duration::from_secs(10)).await;
+    for &p in &partitions {
+        common::produce(&server.url, "orders", "payments", p, "after", 50).await;
+    }
+    // Each partition's messages after the restart are at offsets 50..100.
+    let started = Instant::now();
+    let read_on = loop {
+        let after: Vec<usize> = partitions
+            .iter()
+            .map(|&p| {
+                let w = written.lock().unwrap();
+                w.iter().filter(|(q, o)| *q == p && *o >= 50).count()
+            })
+            .collect();
+        if after.contains(&50) || started.elapsed() > Duration::from_secs(60) {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "after the outage, {:?} later: messages sent after the restart written per partition {read_on:?}",
+        started.elapsed()
+    );
+    assert!(
+        read_on.contains(&50),
+        "the pipeline did not read on after the server came back"
+    );
+    assert!(!run.is_finished(), "the pipeline ended");
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(20), run).await;
+}
