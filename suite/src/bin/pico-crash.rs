@@ -102,8 +102,8 @@ struct Cli {
     #[arg(long)]
     control_sink: Option<String>,
     /// Merge this run's rows into `<out>/crash-suite.json` (a report of the same size) instead
-    /// of replacing it: the sinks run here replace theirs, the others keep theirs, and the
-    /// report says which rows came from which run.
+    /// of replacing it: the cases run here replace theirs, the others keep theirs (a sink
+    /// skipped here loses its rows), and the report says which rows came from which run.
     #[arg(long)]
     merge: bool,
     /// Run nothing: render `<out>/crash-suite.md` again from `<out>/crash-suite.json` (after a

@@ -89,19 +89,36 @@ impl CrashReport {
         if ran.is_empty() && self.controls.is_empty() {
             return Err("this run measured nothing to merge".into());
         }
-        earlier.results.retain(|r| !ran.contains(&r.sink));
+        // A sink skipped now loses every row; a sink run keeps the cases not run now.
+        let skipped: Vec<CrashSink> = self.skipped.iter().map(|(s, _)| *s).collect();
+        earlier.results.retain(|r| {
+            !skipped.contains(&r.sink)
+                && !self
+                    .results
+                    .iter()
+                    .any(|n| (n.sink, n.case) == (r.sink, r.case))
+        });
         earlier.servers.retain(|(s, _)| !ran.contains(s));
         earlier.skipped.retain(|(s, _)| !ran.contains(s));
+        let mut rows: Vec<String> = skipped.iter().map(|s| s.id().to_owned()).collect();
+        for (sink, _) in &self.servers {
+            let cases: Vec<&str> = self
+                .results
+                .iter()
+                .filter(|r| r.sink == *sink)
+                .map(|r| r.case.id())
+                .collect();
+            rows.push(format!("{} ({})", sink.id(), cases.join(", ")));
+        }
         earlier.results.extend(self.results);
         earlier.results.sort_by_key(|r| (r.sink, r.case));
         earlier.servers.extend(self.servers);
         earlier.servers.sort_by_key(|(s, _)| *s);
         earlier.skipped.extend(self.skipped);
-        let mut rows: Vec<&str> = ran.iter().map(|s| s.id()).collect();
         if !self.controls.is_empty() {
             earlier.controls = self.controls;
             earlier.controls_size = self.controls_size;
-            rows.push("the controls");
+            rows.push("the controls".into());
         }
         earlier.merged.push(format!(
             "{}: measured on {} by {} (code {}, broker {} {}, {} at once) and merged in",
@@ -634,13 +651,31 @@ mod tests {
         assert_eq!(merged.date, "2026-12-01");
         assert_eq!(merged.servers.len(), 2);
         assert_eq!(merged.merged.len(), 1);
-        assert!(merged.merged[0].starts_with("meilisearch: measured on 2026-12-05"));
+        assert!(merged.merged[0].starts_with("meilisearch (kill): measured on 2026-12-05"));
         assert!(
             merged.merged[0].contains("(code abc,"),
             "{}",
             merged.merged[0]
         );
         assert!(render(&merged).contains("except those a later run replaced"));
+
+        // One case of a sink run again: its other cases stay.
+        let panic_again = report("2026-12-06", Size::FULL, &[(pg, Case::Panic, "pg panic 2")]);
+        let merged = panic_again.merged_into(merged, "def").unwrap();
+        let rows: Vec<(Case, String)> = merged
+            .results
+            .iter()
+            .filter(|r| r.sink == pg)
+            .map(|r| (r.case, r.verdict.clone().unwrap_err()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Case::Kill, "pg kill".to_owned()),
+                (Case::Panic, "pg panic 2".to_owned())
+            ]
+        );
+        assert!(merged.merged[1].starts_with("postgres (panic): measured on 2026-12-06"));
 
         let reduced = report("2026-12-05", Size::REDUCED, &[(meili, Case::Kill, "new")]);
         let refused = reduced.merged_into(earlier, "abc").unwrap_err();

@@ -1,8 +1,13 @@
 //! Apache Iggy under `pico-iggy`: the case's topic in the stream [`STREAM`], its records sent
-//! round-robin to explicit partitions (Iggy numbers a fresh partition's messages from 0 and
-//! answers a send once it appended them all, so the `n`-th message a send put in partition `p`
-//! is at offset `n` — what the broker acknowledged), the group's stored offsets read by a
-//! client outside the group, the dead letters polled from the dead-letter topic by offset.
+//! round-robin to explicit partitions, the group's stored offsets read by a client outside the
+//! group, the dead letters polled from the dead-letter topic by offset.
+//!
+//! Iggy's answer to a send names no offsets, and the `n`-th message sent to a partition is not
+//! always at offset `n`: in the broker case a send the server saved just before its crash was
+//! sent again by the client once it reconnected, and the partition held that batch twice (seen
+//! as 499 payloads unlike the ones counted at their offsets). So the offsets are read back from
+//! the server once everything was acknowledged, every acknowledged payload must be among them,
+//! and a payload held twice is two records.
 //!
 //! Iggy refuses a message with an empty payload: the stream's bad record of that kind
 //! ([`BadKind::Empty`]) cannot exist on Iggy and is not sent (every other kind is).
@@ -86,6 +91,52 @@ impl IggySide {
         }
     }
 
+    /// The records of `topic` as the server holds them, each of which must be `acked` (per
+    /// checksum, how many were sent and their kind if bad); fails when fewer of a payload are
+    /// held than were acknowledged.
+    async fn held_as_acknowledged(
+        &self,
+        topic: &str,
+        acked: &BTreeMap<u64, (usize, Option<BadKind>)>,
+    ) -> Result<(Produced, BadRecords), String> {
+        let mut held = Produced::new();
+        for partition in 0..PARTITIONS as u32 {
+            held.extend(self.read_back(topic, partition, 0).await?);
+        }
+        let mut bad = BadRecords::new();
+        let mut found: BTreeMap<u64, usize> = BTreeMap::new();
+        for (at, sum) in &held {
+            let Some((_, kind)) = acked.get(sum) else {
+                return Err(format!(
+                    "{STREAM}/{topic} holds a record never sent, at {at:?}"
+                ));
+            };
+            *found.entry(*sum).or_default() += 1;
+            if let Some(kind) = kind {
+                bad.insert(*at, *kind);
+            }
+        }
+        let sent: usize = acked.values().map(|(n, _)| n).sum();
+        let missing: usize = acked
+            .iter()
+            .map(|(sum, (n, _))| n.saturating_sub(found.get(sum).copied().unwrap_or(0)))
+            .sum();
+        if missing > 0 {
+            return Err(format!(
+                "{STREAM}/{topic} does not hold {missing} of the {sent} records it acknowledged \
+                 (read back once all were sent)"
+            ));
+        }
+        if held.len() > sent {
+            tracing::info!(
+                topic,
+                twice = held.len() - sent,
+                "records the server holds twice: a send it saved was sent again"
+            );
+        }
+        Ok((held, bad))
+    }
+
     /// Creates the stream (once) and the case's `topic` with `partitions` partitions, and its
     /// dead-letter topic `dlq` with one; both save and fsync every message before the server
     /// acknowledges it. A topic created with the server's defaults keeps up to 1 024
@@ -166,9 +217,9 @@ impl CaseBroker for IggySide {
         let client = self.client().await?;
         let (stream, topic_id) = (named(STREAM)?, named(topic)?);
         let partitions = PARTITIONS as u32;
-        let mut next_offset = vec![0u64; partitions as usize];
-        let mut acked = Produced::new();
-        let mut bad = BadRecords::new();
+        // Per acknowledged payload's checksum, how many were sent and their kind if bad (some
+        // bad payloads repeat: the not-UTF-8 ones differ in one digit).
+        let mut acked: BTreeMap<u64, (usize, Option<BadKind>)> = BTreeMap::new();
         let mut pace = Pace::new(size);
         while let Some(chunk) = pace.next().await {
             let mut by_partition: BTreeMap<u32, Vec<(Vec<u8>, Option<BadKind>)>> = BTreeMap::new();
@@ -202,16 +253,14 @@ impl CaseBroker for IggySide {
                     .await
                     .map_err(|e| format!("sending to {STREAM}/{topic} {partition}: {e}"))?;
                 for (value, kind) in records {
-                    let at = (partition, next_offset[partition as usize]);
-                    next_offset[partition as usize] += 1;
-                    acked.insert(at, payload_checksum(PayloadForm::Json, &value));
-                    if let Some(kind) = kind {
-                        bad.insert(at, kind);
-                    }
+                    let sent = acked
+                        .entry(payload_checksum(PayloadForm::Json, &value))
+                        .or_insert((0, kind));
+                    sent.0 += 1;
                 }
             }
         }
-        Ok((acked, bad))
+        self.held_as_acknowledged(topic, &acked).await
     }
 
     async fn committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
