@@ -111,11 +111,20 @@ impl Broker for IggyBroker {
         let Some((target, _)) = &self.dead_letters else {
             return Err("no dead_letter topic is configured".into());
         };
-        let mut message = [dead_letter_message(letter)?];
-        self.member
-            .send(target, &mut message)
-            .await
-            .map_err(|e| e.to_string())
+        let started = Instant::now();
+        loop {
+            let mut message = [dead_letter_message(letter)?];
+            match self.member.send(target, &mut message).await {
+                Ok(()) => return Ok(()),
+                // The server is away: the main loop connects again, the letter waits (nothing
+                // past its record is stored meanwhile).
+                Err(e) if e.is_connection() && started.elapsed() < DEAD_LETTER_PATIENCE => {
+                    warn!(error = %e, record = %letter.record.id, "consumer error: dead letter not produced yet, retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
     }
 
     fn pause(&self, tp: &Tp) -> bool {
@@ -269,6 +278,10 @@ async fn sync(
     }
     Ok(())
 }
+
+/// How long a dead letter waits for the server to come back before the run stops with an
+/// error (its record's offset is not stored, so a restart delivers it again).
+const DEAD_LETTER_PATIENCE: Duration = Duration::from_secs(60);
 
 /// What one round of polls answered, per partition.
 type Round = Vec<(u32, Result<Polled, ConsumerError>)>;

@@ -295,10 +295,12 @@ async fn a_member_resuming_at_the_end_of_a_partition_reports_a_lag_of_0() {
 }
 
 /// A server down for 10 s under a running pipeline (SIGKILL, then started again with its
-/// data): the member's connection comes back — a new client joins the group again — and the
-/// pipeline reads on. Judged by what the sink wrote of messages sent after the restart. (The
-/// server keeps the crashed member in the group with some of its partitions — tests/group.rs —
-/// so only the partitions the live member is given can be read.)
+/// data), while a batch is in the sink and one of its records is refused: the member's
+/// connection comes back — a new client joins the group again —, the dead letter waits for the
+/// server instead of stopping the run, and the pipeline reads on. Judged by what the sink wrote
+/// of messages sent after the restart and by the dead-letter topic. (The server keeps the
+/// crashed member in the group with some of its partitions — tests/group.rs — so only the
+/// partitions the live member is given can be read.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
     // The runtime's log, shown by the test harness when the test fails.
@@ -307,39 +309,58 @@ async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
         .with_test_writer()
         .try_init();
     let mut server = iggy_server().await;
-    let saved = iggy::prelude::TopicCreateOptions {
+    let saved = || iggy::prelude::TopicCreateOptions {
         enforce_fsync: Some(true),
         messages_required_to_save: Some(1),
         ..iggy::prelude::TopicCreateOptions::default()
     };
-    let partitions = common::topic_with(&server.url, "orders", "payments", 2, saved).await;
+    let partitions = common::topic_with(&server.url, "orders", "payments", 2, saved()).await;
+    common::topic_with(&server.url, "orders", "payments-dlq", 1, saved()).await;
+    let client = signed_in(&server.url).await.unwrap();
+    let (stream, source_topic) = (
+        Identifier::named("orders").unwrap(),
+        Identifier::named("payments").unwrap(),
+    );
+    // Offset 5 of each partition is refused by the sink.
     for &p in &partitions {
-        common::produce(&server.url, "orders", "payments", p, "before", 50).await;
+        let mut messages: Vec<IggyMessage> = (0..50)
+            .map(|o| {
+                let value = if o == 5 {
+                    "bad".to_owned()
+                } else {
+                    format!("before {o}")
+                };
+                IggyMessage::builder()
+                    .payload(value.into())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        client
+            .send_messages(
+                &stream,
+                &source_topic,
+                &Partitioning::partition_id(p),
+                &mut messages,
+            )
+            .await
+            .unwrap();
     }
     let pipeline = Pipeline::from_toml(&format!(
         "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
          assignment_interval_ms = 200\n[batch]\nmax_records = 20\nlinger_ms = 50\n\
-         [sink]\nkind = \"stdout\"\n",
+         [dead_letter]\ntopic = \"payments-dlq\"\n[sink]\nkind = \"stdout\"\n",
         server.url
     ))
     .unwrap();
     let written = Arc::new(Mutex::new(Vec::new()));
+    // The first write takes 1.5 s: the server dies under it.
     let sink = Arc::new(Recording {
         written: written.clone(),
-        calls: AtomicUsize::new(1),
+        calls: AtomicUsize::new(0),
     });
     let (stop, run) = start(pipeline, sink);
-    let wait_for = |n: usize, within: Duration| {
-        let written = written.clone();
-        async move {
-            let started = Instant::now();
-            while written.lock().unwrap().len() < n && started.elapsed() < within {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            written.lock().unwrap().len()
-        }
-    };
-    assert_eq!(wait_for(100, Duration::from_secs(30)).await, 100);
+    tokio::time::sleep(Duration::from_millis(700)).await;
     server.crash_for(Duration::from_secs(10)).await;
     for &p in &partitions {
         common::produce(&server.url, "orders", "payments", p, "after", 50).await;
@@ -363,11 +384,27 @@ async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
         "after the outage, {:?} later: messages sent after the restart written per partition {read_on:?}",
         started.elapsed()
     );
+    assert!(!run.is_finished(), "the pipeline ended");
     assert!(
         read_on.contains(&50),
         "the pipeline did not read on after the server came back"
     );
-    assert!(!run.is_finished(), "the pipeline ended");
+    let letters = signed_in(&server.url)
+        .await
+        .unwrap()
+        .poll_messages(
+            &stream,
+            &Identifier::named("payments-dlq").unwrap(),
+            Some(0),
+            &Consumer::new(Identifier::named("reader").unwrap()),
+            &PollingStrategy::offset(0),
+            100,
+            false,
+        )
+        .await
+        .unwrap();
+    println!("dead letters: {}", letters.messages.len());
+    assert!(!letters.messages.is_empty(), "no dead letter");
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(20), run).await;
 }
