@@ -16,6 +16,7 @@ pub mod hosted;
 pub mod iggy;
 pub mod kafka;
 pub mod native;
+pub mod nats;
 pub mod prometheus;
 pub mod reaper;
 pub mod s3;

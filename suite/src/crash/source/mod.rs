@@ -2,10 +2,12 @@
 //! produce the case's records (the offsets the broker acknowledged are the counter outside the
 //! runtime), read the position the runtime's group has committed, read back the dead letters —
 //! and the pipeline sections that point the runtime at it. One implementation per broker
-//! ([`kafka::KafkaSide`], [`iggy::IggySide`]); the judge and the faults of [`super`] read only this.
+//! ([`kafka::KafkaSide`], [`iggy::IggySide`], [`nats::NatsSide`]); the judge and the faults of
+//! [`super`] read only this.
 
 pub mod iggy;
 pub mod kafka;
+pub mod nats;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -1,0 +1,184 @@
+//! NATS JetStream under `pico-nats`: the case's topic is a stream of that name capturing the
+//! subject of that name, read by a durable pull consumer named after the case's group; the
+//! dead letters go to a subject of their own, captured by a stream of the same name so they
+//! can be read back.
+//!
+//! JetStream's identity ([`pico_sink::identity::jetstream`]): the topic is the stream's name
+//! (no filter), the partition always 0, the offset the stream sequence the server answered the
+//! publish with — the counter outside the runtime. The committed position is the consumer's
+//! **ack floor** + 1: JetStream acknowledges each message on its own, and the floor is the
+//! sequence below which every message was acknowledged, so a restarted consumer is handed
+//! nothing below it again.
+//!
+//! NATS refuses a message above the server's `max_payload` (1 MiB by default): the stream's
+//! oversized bad records ([`BadKind::Oversized`], 1.5 MiB) cannot exist on JetStream and are not
+//! published (every other kind is).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, Context, context::PublishAckFuture};
+use async_trait::async_trait;
+use pico_conformance::target::{PayloadForm, payload_checksum};
+
+use super::{CaseBroker, CaseNames, Pace};
+use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
+use crate::crash::{Produced, Size, record_value};
+
+/// The partition of every JetStream record ([`pico_sink::identity::jetstream::JETSTREAM_PARTITION`]).
+const PARTITION: u32 = 0;
+
+/// A nats-server with JetStream at `url` (`nats://HOST:PORT`), consumed by `pico-nats`.
+#[derive(Debug, Clone)]
+pub struct NatsSide {
+    /// The server, as `pico-nats`'s `[jetstream] url` takes it.
+    pub url: String,
+}
+
+impl NatsSide {
+    /// A JetStream context on the server.
+    async fn context(&self) -> Result<Context, String> {
+        let client = async_nats::connect(&self.url)
+            .await
+            .map_err(|e| format!("NATS at {}: {e}", self.url))?;
+        Ok(jetstream::new(client))
+    }
+
+    /// Creates the stream `topic` capturing the subject `topic`, and the stream `dlq`
+    /// capturing the subject `dlq` (where the runtime sends its dead letters), both kept on
+    /// file.
+    pub async fn create(&self, topic: &str, dlq: &str) -> Result<(), String> {
+        let js = self.context().await?;
+        for name in [topic, dlq] {
+            js.create_stream(jetstream::stream::Config {
+                name: name.to_owned(),
+                subjects: vec![name.to_owned()],
+                storage: jetstream::stream::StorageType::File,
+                ..jetstream::stream::Config::default()
+            })
+            .await
+            .map_err(|e| format!("creating the stream {name}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CaseBroker for NatsSide {
+    fn runtime(&self) -> &'static str {
+        "pico-nats"
+    }
+
+    fn metrics_prefix(&self) -> &'static str {
+        "pico_nats"
+    }
+
+    fn cannot_hold(&self) -> Option<&'static str> {
+        Some(
+            "NATS refuses a message above its max_payload (1 MiB by default): the stream's \
+             oversized bad records are not produced",
+        )
+    }
+
+    fn sections(&self, names: CaseNames<'_>, session: Duration) -> String {
+        // A message unacknowledged for the session comes back to another puller.
+        let CaseNames {
+            topic,
+            group,
+            dead_letters,
+        } = names;
+        format!(
+            "[jetstream]\nurl = \"{}\"\nstream = \"{topic}\"\ndurable = \"{group}\"\n\
+             ack_wait_ms = {}\nprogress_secs = 5\n\n[dead_letter]\nsubject = \"{dead_letters}\"\n",
+            self.url,
+            session.as_millis()
+        )
+    }
+
+    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
+        let js = self.context().await?;
+        let mut acked = Produced::new();
+        let mut bad = BadRecords::new();
+        let mut pace = Pace::new(size);
+        while let Some(chunk) = pace.next().await {
+            // A chunk published at once, then each acknowledgement awaited in order.
+            let mut pending: Vec<(PublishAckFuture, u64, Option<BadKind>)> = Vec::new();
+            for i in chunk {
+                let (value, kind) = record_value(i);
+                if kind == Some(BadKind::Oversized) {
+                    continue;
+                }
+                let sum = payload_checksum(PayloadForm::Json, &value);
+                let ack = js
+                    .publish(topic.to_owned(), value.into())
+                    .await
+                    .map_err(|e| format!("publishing to {topic}: {e}"))?;
+                pending.push((ack, sum, kind));
+            }
+            for (ack, sum, kind) in pending {
+                let ack = ack
+                    .await
+                    .map_err(|e| format!("the acknowledgement of a publish to {topic}: {e}"))?;
+                let at = (PARTITION, ack.sequence);
+                acked.insert(at, sum);
+                if let Some(kind) = kind {
+                    bad.insert(at, kind);
+                }
+            }
+        }
+        Ok((acked, bad))
+    }
+
+    /// The durable consumer `group`'s ack floor + 1; 0 before the runtime created it.
+    async fn committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
+        let js = self.context().await?;
+        let stream = js
+            .get_stream(topic)
+            .await
+            .map_err(|e| format!("the stream {topic}: {e}"))?;
+        let floor = match stream.consumer_info(group).await {
+            Ok(info) => info.ack_floor.stream_sequence + 1,
+            Err(e) if e.kind() == jetstream::context::ConsumerInfoErrorKind::NotFound => 0,
+            Err(e) => return Err(format!("the consumer {group} of {topic}: {e}")),
+        };
+        Ok(BTreeMap::from([(PARTITION, floor)]))
+    }
+
+    /// Every message of the stream `topic`, by sequence.
+    async fn letters(&self, topic: &str) -> Result<Vec<Letter>, String> {
+        let js = self.context().await?;
+        let mut stream = js
+            .get_stream(topic)
+            .await
+            .map_err(|e| format!("the dead-letter stream {topic}: {e}"))?;
+        let state = stream
+            .info()
+            .await
+            .map_err(|e| format!("the dead-letter stream {topic}: {e}"))?
+            .state
+            .clone();
+        let mut letters = Vec::new();
+        for sequence in state.first_sequence.max(1)..=state.last_sequence {
+            let m = stream
+                .get_raw_message(sequence)
+                .await
+                .map_err(|e| format!("dead letter {sequence} of {topic}: {e}"))?;
+            letters.push(Letter::of(
+                i64::try_from(m.sequence).unwrap_or(i64::MAX),
+                headers(&m.headers),
+                &m.payload,
+            ));
+        }
+        Ok(letters)
+    }
+}
+
+/// Each header's name and values, as a dead letter's headers are read.
+fn headers(map: &HeaderMap) -> impl Iterator<Item = (&str, &[u8])> {
+    map.iter().flat_map(|(name, values)| {
+        values
+            .iter()
+            .map(move |v| (AsRef::<str>::as_ref(name), v.as_str().as_bytes()))
+    })
+}
