@@ -84,21 +84,25 @@ fn start(
     (stop, run)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_dead_lettered() {
-    let server = iggy_server().await;
-    let partitions = topic(&server.url, "orders", "payments", 2).await;
-    topic(&server.url, "orders", "payments-dlq", 1).await;
-    let client = signed_in(&server.url).await.unwrap();
-    let (stream, source_topic) = (
+/// Sends `count` messages to each of `partitions` of orders/payments: `"bad"` (which the
+/// [`Recording`] sink refuses) at the offsets `is_bad` picks, a payment elsewhere. Returns
+/// the bad ones.
+async fn send_payments(
+    url: &str,
+    partitions: &[u32],
+    count: u64,
+    is_bad: impl Fn(u64) -> bool,
+) -> BTreeSet<(u32, u64)> {
+    let client = signed_in(url).await.unwrap();
+    let (stream, topic) = (
         Identifier::named("orders").unwrap(),
         Identifier::named("payments").unwrap(),
     );
     let mut bad = BTreeSet::new();
-    for &p in &partitions {
-        let mut messages: Vec<IggyMessage> = (0..PER_PARTITION)
+    for &p in partitions {
+        let mut messages: Vec<IggyMessage> = (0..count)
             .map(|o| {
-                let value = if o % 50 == 49 {
+                let value = if is_bad(o) {
                     bad.insert((p, o));
                     "bad".to_owned()
                 } else {
@@ -113,13 +117,27 @@ async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_
         client
             .send_messages(
                 &stream,
-                &source_topic,
+                &topic,
                 &Partitioning::partition_id(p),
                 &mut messages,
             )
             .await
             .unwrap();
     }
+    bad
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_message_is_written_once_its_offset_stored_after_and_refused_ones_dead_lettered() {
+    let server = iggy_server().await;
+    let partitions = topic(&server.url, "orders", "payments", 2).await;
+    topic(&server.url, "orders", "payments-dlq", 1).await;
+    let client = signed_in(&server.url).await.unwrap();
+    let (stream, source_topic) = (
+        Identifier::named("orders").unwrap(),
+        Identifier::named("payments").unwrap(),
+    );
+    let bad = send_payments(&server.url, &partitions, PER_PARTITION, |o| o % 50 == 49).await;
     let pipeline = Pipeline::from_toml(&format!(
         "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
          assignment_interval_ms = 200\n\
@@ -316,36 +334,8 @@ async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
     };
     let partitions = common::topic_with(&server.url, "orders", "payments", 2, saved()).await;
     common::topic_with(&server.url, "orders", "payments-dlq", 1, saved()).await;
-    let client = signed_in(&server.url).await.unwrap();
-    let (stream, source_topic) = (
-        Identifier::named("orders").unwrap(),
-        Identifier::named("payments").unwrap(),
-    );
     // Offset 5 of each partition is refused by the sink.
-    for &p in &partitions {
-        let mut messages: Vec<IggyMessage> = (0..50)
-            .map(|o| {
-                let value = if o == 5 {
-                    "bad".to_owned()
-                } else {
-                    format!("before {o}")
-                };
-                IggyMessage::builder()
-                    .payload(value.into())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        client
-            .send_messages(
-                &stream,
-                &source_topic,
-                &Partitioning::partition_id(p),
-                &mut messages,
-            )
-            .await
-            .unwrap();
-    }
+    send_payments(&server.url, &partitions, 50, |o| o == 5).await;
     let pipeline = Pipeline::from_toml(&format!(
         "[iggy]\nurl = \"{}\"\nstream = \"orders\"\ntopic = \"payments\"\ngroup = \"pico\"\n\
          assignment_interval_ms = 200\n[batch]\nmax_records = 20\nlinger_ms = 50\n\
@@ -393,7 +383,7 @@ async fn after_a_server_outage_the_member_connects_again_and_reads_on() {
         .await
         .unwrap()
         .poll_messages(
-            &stream,
+            &Identifier::named("orders").unwrap(),
             &Identifier::named("payments-dlq").unwrap(),
             Some(0),
             &Consumer::new(Identifier::named("reader").unwrap()),

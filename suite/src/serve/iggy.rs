@@ -9,7 +9,7 @@ use tokio::process::Command;
 
 use pico_conformance::target::ServerInfo;
 
-use crate::serve::native::{BinaryServer, NativeProcess, locate, start};
+use crate::serve::native::{BinaryServer, NativeProcess, locate, printed_version, start};
 
 /// The root user the suite starts the server with.
 pub const USER: &str = "pico";
@@ -66,23 +66,12 @@ impl IggyServer {
     /// Finds and starts `iggy-server`, ready once it answers `/ping`.
     pub async fn start() -> Result<Self, String> {
         let bin = locate(&IggyBinary)?;
-        let printed = Command::new(&bin)
-            .arg("--version")
-            .output()
-            .await
-            .map_err(|e| format!("{} --version: {e}", bin.display()))?;
-        let version = String::from_utf8_lossy(&printed.stdout)
-            .trim()
-            .trim_start_matches("server ")
-            .to_owned();
+        let version = printed_version(&bin, "server ").await?;
         let process = start(&IggyBinary).await?;
-        let http_port: u16 = process
-            .url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("no port in {}", process.url))?;
-        let url = format!("iggy://{USER}:{PASSWORD}@127.0.0.1:{}", http_port + 1);
+        let url = format!(
+            "iggy://{USER}:{PASSWORD}@127.0.0.1:{}",
+            process.port_after(1)?
+        );
         Ok(Self {
             process,
             url,

@@ -81,6 +81,30 @@ pub struct NativeProcess {
     grace: Duration,
 }
 
+impl NativeProcess {
+    /// The `n`-th port after the one its health answers on (a server with several ports).
+    pub fn port_after(&self, n: u16) -> Result<u16, String> {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .and_then(|p| p.checked_add(n))
+            .ok_or_else(|| format!("no port {n} after the one of {}", self.url))
+    }
+}
+
+/// What `bin --version` printed, without `prefix` (`server `, `nats-server: v`).
+pub async fn printed_version(bin: &Path, prefix: &str) -> Result<String, String> {
+    let printed = tokio::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .await
+        .map_err(|e| format!("{} --version: {e}", bin.display()))?;
+    let text = String::from_utf8_lossy(&printed.stdout);
+    let text = text.trim();
+    Ok(text.strip_prefix(prefix).unwrap_or(text).to_owned())
+}
+
 /// `count` consecutive free ports.
 fn free_ports(count: u16) -> Result<u16, String> {
     for _ in 0..50 {

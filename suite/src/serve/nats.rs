@@ -10,7 +10,7 @@ use tokio::process::Command;
 
 use pico_conformance::target::ServerInfo;
 
-use crate::serve::native::{BinaryServer, NativeProcess, locate, start};
+use crate::serve::native::{BinaryServer, NativeProcess, locate, printed_version, start};
 
 /// How the suite starts `nats-server`.
 struct NatsBinary;
@@ -61,24 +61,9 @@ impl NatsServer {
     /// Finds and starts `nats-server`, ready once `/healthz` answers.
     pub async fn start() -> Result<Self, String> {
         let bin = locate(&NatsBinary)?;
-        let printed = Command::new(&bin)
-            .arg("--version")
-            .output()
-            .await
-            .map_err(|e| format!("{} --version: {e}", bin.display()))?;
-        let version = String::from_utf8_lossy(&printed.stdout)
-            .trim()
-            .trim_start_matches("nats-server: ")
-            .trim_start_matches('v')
-            .to_owned();
+        let version = printed_version(&bin, "nats-server: v").await?;
         let process = start(&NatsBinary).await?;
-        let http_port: u16 = process
-            .url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("no port in {}", process.url))?;
-        let url = format!("nats://127.0.0.1:{}", http_port + 1);
+        let url = format!("nats://127.0.0.1:{}", process.port_after(1)?);
         Ok(Self {
             process,
             url,
