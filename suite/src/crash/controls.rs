@@ -71,9 +71,9 @@ impl Control {
         }
     }
 
-    /// What it breaks, for the report.
-    pub fn breaks(self) -> &'static str {
-        match self {
+    /// What it breaks, for the report of `runtime` (`pico-kafka`: its metric names).
+    pub fn breaks(self, runtime: &str) -> String {
+        let text = match self {
             Control::CommitAtPoll => {
                 "the runtime commits a batch's offset when it cuts the batch, before the sink wrote it"
             }
@@ -85,10 +85,14 @@ impl Control {
                 "the sink confirms a batch at once and writes it 3 s later"
             }
             Control::ReplaysAsWritten => {
-                "the sink reports the records the destination already held as written \
-                 (`pico_kafka_records_already_present_total` stays 0 through every replay)"
+                return format!(
+                    "the sink reports the records the destination already held as written \
+                     (`{}_records_already_present_total` stays 0 through every replay)",
+                    runtime.replace('-', "_")
+                );
             }
-        }
+        };
+        text.to_owned()
     }
 
     /// Its line in the `[chaos]` section.

@@ -290,7 +290,7 @@ fn render_controls(report: &CrashReport, md: &mut String) {
             md,
             "| {} | {} | {} |",
             c.control.id(),
-            c.control.breaks(),
+            c.control.breaks(&report.runtime),
             c.cell().replace('|', "\\|")
         );
     }
