@@ -12,12 +12,32 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
-echo "building pico-kafka and pico-iggy (every sink, mutants) and pico-crash..." >&2
-cargo build -p pico-kafka --features mutants --bin pico-kafka
-cargo build -p pico-iggy --features mutants --bin pico-iggy
-# A workspace build may rebuild the runtimes with other features: run copies of these.
-cp "$CARGO_TARGET_DIR/debug/pico-kafka" "$CARGO_TARGET_DIR/pico-kafka-crash"
-cp "$CARGO_TARGET_DIR/debug/pico-iggy" "$CARGO_TARGET_DIR/pico-iggy-crash"
+# The runtime this run drives (`--runtime iggy`; pico-kafka by default); `--build-only` builds
+# both. Only that one is built and copied: the main job runs pico-iggy's suite while
+# pico-kafka's runs, and a build of pico-kafka then (a benchmark build may have rebuilt it
+# with other features) would load the machine under its cases.
+runtime=kafka previous=
+for arg in "$@"; do
+  [ "$previous" != --runtime ] || runtime=$arg
+  case "$arg" in --runtime=*) runtime=${arg#--runtime=} ;; esac
+  previous=$arg
+done
+[ "${1:-}" != --build-only ] || runtime=both
+# A workspace build may rebuild the runtimes with other features: runs use copies, each put in
+# place by a rename (processes of the previous copy may still be running).
+place() {
+  cp "$CARGO_TARGET_DIR/debug/$1" "$CARGO_TARGET_DIR/$1-crash.new"
+  mv -f "$CARGO_TARGET_DIR/$1-crash.new" "$CARGO_TARGET_DIR/$1-crash"
+}
+echo "building the runtime ($runtime; every sink, mutants) and pico-crash..." >&2
+if [ "$runtime" != iggy ]; then
+  cargo build -p pico-kafka --features mutants --bin pico-kafka
+  place pico-kafka
+fi
+if [ "$runtime" != kafka ]; then
+  cargo build -p pico-iggy --features mutants --bin pico-iggy
+  place pico-iggy
+fi
 export PICO_KAFKA_BIN="$CARGO_TARGET_DIR/pico-kafka-crash"
 export PICO_IGGY_BIN="$CARGO_TARGET_DIR/pico-iggy-crash"
 cargo build -p pico-suite --bin pico-crash
