@@ -24,6 +24,11 @@ async fn the_nats_side_counts_what_the_stream_holds_and_reads_back_the_ack_floor
         url: server.url.clone(),
     };
     side.create("readings", "readings-dlq").await.unwrap();
+    assert_eq!(
+        side.partitions(),
+        1,
+        "a stream is one partition of the identity"
+    );
 
     // 2 500 records hold one bad record of each kind; NATS cannot carry the oversized one.
     let size = Size {

@@ -445,8 +445,9 @@ async fn run_case_inner(
             })
         }
     };
-    // The topic as the records' identity names it.
+    // The topic as the records' identity names it, and over how many partitions.
     let origin = side.identity_topic(&topic);
+    let partitions = side.partitions();
     notes.extend(side.cannot_hold().map(String::from));
     let proxies = FaultProxies::default();
     let proxy = bench.destination.proxy(&proxies).await?;
@@ -666,7 +667,7 @@ async fn run_case_inner(
         let scraped = match (&scraper, done) {
             (Ok(s), true) => {
                 let span = started.elapsed() + Duration::from_secs(30);
-                s.after_drain(side.metrics_prefix(), &origin, PARTITIONS as u32, span)
+                s.after_drain(side.metrics_prefix(), &origin, partitions, span)
                     .await
             }
             (Ok(_), false) => Err("the group did not drain, so no scrape followed it".into()),
@@ -842,7 +843,7 @@ async fn run_case_inner(
                 letters: dead_letters.letters,
                 lettered: dead_letters.dead_lettered,
                 broker_interrupted: case == Case::Broker,
-                partitions: PARTITIONS as u32,
+                partitions,
                 starts: result.processes.starts,
                 slots: processes as u32,
                 effective_kills: result.kills.as_ref().map_or(0, |k| k.effective),

@@ -93,6 +93,13 @@ pub trait CaseBroker: Send + Sync {
         topic.to_owned()
     }
 
+    /// How many partitions the case's records are spread over on this broker: the suite's 4
+    /// ([`super::PARTITIONS`]) by default; one where a consumer reads one ordered sequence
+    /// (JetStream: a stream is one partition of the identity).
+    fn partitions(&self) -> u32 {
+        super::PARTITIONS as u32
+    }
+
     /// What of the case's stream this broker cannot hold, if anything: said in every case's
     /// notes.
     fn cannot_hold(&self) -> Option<&'static str> {

@@ -74,6 +74,11 @@ impl CaseBroker for NatsSide {
         "pico_nats"
     }
 
+    /// One: a stream read by one durable consumer is one partition of the identity.
+    fn partitions(&self) -> u32 {
+        1
+    }
+
     fn cannot_hold(&self) -> Option<&'static str> {
         Some(
             "NATS refuses a message above its max_payload (1 MiB by default): the stream's \
