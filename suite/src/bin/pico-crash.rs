@@ -319,6 +319,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
         size_name: if cli.reduced { "reduced" } else { "full" }.into(),
         size,
         runtime: cli.runtime.binary().into(),
+        // Kafka's and Iggy's topics both hold the suite's partitions.
+        partitions: pico_suite::crash::PARTITIONS as u32,
         broker: info,
         servers: Vec::new(),
         results: Vec::new(),

@@ -790,7 +790,7 @@ async fn run_case_inner(
     let lettered = dead_letters::lettered(&letters, &origin);
     notes.push(flight.note());
     let mut result = judge(
-        (sink, case),
+        (sink, case, partitions),
         (&produced, &lettered),
         &held.rows,
         (stats, &flight),
@@ -1109,7 +1109,7 @@ fn merge(mut a: ProcessStats, b: ProcessStats) -> ProcessStats {
 /// Counts and the verdict: every produced record must be in the destination or, refused by
 /// the sink, in the dead-letter topic (`lettered`).
 fn judge(
-    (sink, case): (CrashSink, Case),
+    (sink, case, partitions): (CrashSink, Case, u32),
     (produced, lettered): (&Produced, &BTreeSet<(u32, u64)>),
     rows: &[HeldRow],
     (processes, flight): (ProcessStats, &InFlight),
@@ -1133,7 +1133,7 @@ fn judge(
     let duplicate_bound = if sink.keyed() {
         0
     } else {
-        flight.bound(BATCH_RECORDS * PARTITIONS as u64)
+        flight.bound(BATCH_RECORDS * u64::from(partitions))
     };
     let mut notes = notes;
     if duplicate_bound > produced.len() as u64 {
@@ -1251,7 +1251,7 @@ mod tests {
         let lettered = BTreeSet::new();
         let judged = |sink, copies| {
             judge(
-                (sink, Case::Kill),
+                (sink, Case::Kill, PARTITIONS as u32),
                 (&produced, &lettered),
                 &stored(copies),
                 (ProcessStats::default(), &flight),

@@ -27,6 +27,10 @@ pub struct CrashReport {
     /// pico-kafka.
     #[serde(default = "pico_kafka")]
     pub runtime: String,
+    /// The partitions each case's records are spread over on the broker (4 in every report
+    /// before the broker said).
+    #[serde(default = "suite_partitions")]
+    pub partitions: u32,
     /// The broker it ran against.
     pub broker: ServerInfo,
     /// The destinations, by sink.
@@ -52,6 +56,10 @@ pub struct CrashReport {
 
 fn one_at_a_time() -> usize {
     1
+}
+
+fn suite_partitions() -> u32 {
+    super::PARTITIONS as u32
 }
 
 fn pico_kafka() -> String {
@@ -243,7 +251,7 @@ fn bound_legend(report: &CrashReport) -> String {
              (a process killed, aborted or exited with an error, a broker outage, a stall \
              restart), the batch whose commit did not arrive.",
             super::BATCH_RECORDS,
-            super::PARTITIONS
+            report.partitions
         )
     }
 }
@@ -454,13 +462,14 @@ pub fn render(report: &CrashReport) -> String {
     };
     let _ = writeln!(
         md,
-        "Size **{}**: {} keyed records per case over 4 partitions, produced while the runtime \
+        "Size **{}**: {} keyed records per case over {} partitions, produced while the runtime \
          consumes; {kills}; broker and destination outages of {} s. Broker: {} {}. Each runtime \
          process runs under a supervisor that restarts it when it exits. Loss is counted against \
          the offsets the broker acknowledged to the producer; duplicates are visible rows beyond \
          one per record.{finished}{counted}{physical}{letters}{}\n",
         report.size_name,
         report.size.records,
+        report.partitions,
         report.size.outage_secs,
         report.broker.name,
         report.broker.version,
@@ -606,6 +615,7 @@ mod tests {
             .into(),
             size,
             runtime: pico_kafka(),
+            partitions: suite_partitions(),
             broker: info("tansu"),
             servers,
             results: rows
