@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pico-sinks-target}"
 bash scripts/setup.sh
 eval "$(bash scripts/servers.sh)"
-# The runtime this run drives (`--runtime iggy`; pico-kafka by default); `--build-only` builds
-# both. Only that one is built and copied: the main job runs pico-iggy's suite while
+# The runtime this run drives (`--runtime iggy`, `--runtime nats`; pico-kafka by default);
+# `--build-only` builds pico-kafka and pico-iggy, the main job's. Only that one is built and
+# copied: the main job runs pico-iggy's suite while
 # pico-kafka's runs, and a build of pico-kafka then (a benchmark build may have rebuilt it
 # with other features) would load the machine under its cases.
 runtime=kafka previous=
@@ -30,13 +31,18 @@ place() {
   mv -f "$CARGO_TARGET_DIR/$1-crash.new" "$CARGO_TARGET_DIR/$1-crash"
 }
 echo "building the runtime ($runtime; every sink, mutants) and pico-crash..." >&2
-if [ "$runtime" != iggy ]; then
+if [ "$runtime" = kafka ] || [ "$runtime" = both ]; then
   cargo build -p pico-kafka --features mutants --bin pico-kafka
   place pico-kafka
 fi
-if [ "$runtime" != kafka ]; then
+if [ "$runtime" = iggy ] || [ "$runtime" = both ]; then
   cargo build -p pico-iggy --features mutants --bin pico-iggy
   place pico-iggy
+fi
+if [ "$runtime" = nats ]; then
+  cargo build -p pico-nats --features mutants --bin pico-nats
+  place pico-nats
+  export PICO_NATS_BIN="$CARGO_TARGET_DIR/pico-nats-crash"
 fi
 export PICO_KAFKA_BIN="$CARGO_TARGET_DIR/pico-kafka-crash"
 export PICO_IGGY_BIN="$CARGO_TARGET_DIR/pico-iggy-crash"

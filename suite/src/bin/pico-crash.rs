@@ -18,6 +18,7 @@ use pico_suite::crash::shared_broker::SharedBroker;
 use pico_suite::crash::supervisor::runtime_binary_named;
 use pico_suite::crash::{Bench, Case, CaseResult, CaseSource, Size, run_case, run_control};
 use pico_suite::serve::iggy::IggyServer;
+use pico_suite::serve::nats::NatsServer;
 use pico_suite::serve::kafka::Broker;
 
 /// The runtime whose crash suite runs, and so its broker.
@@ -27,6 +28,9 @@ enum RuntimeArg {
     Kafka,
     /// pico-iggy against an Iggy server (`PICO_IGGY_SERVER_BIN` or `iggy-server` on `PATH`).
     Iggy,
+    /// pico-nats against a nats-server with JetStream (`PICO_NATS_SERVER_BIN` or
+    /// `nats-server` on `PATH`). Its cases are being fitted to JetStream's model (#42).
+    Nats,
 }
 
 impl RuntimeArg {
@@ -34,6 +38,7 @@ impl RuntimeArg {
         match self {
             RuntimeArg::Kafka => "pico-kafka",
             RuntimeArg::Iggy => "pico-iggy",
+            RuntimeArg::Nats => "pico-nats",
         }
     }
 }
@@ -42,6 +47,7 @@ impl RuntimeArg {
 enum Provided {
     Kafka(SharedBroker),
     Iggy(Box<SharedBroker<IggyServer>>),
+    Nats(Box<SharedBroker<NatsServer>>),
 }
 
 impl Provided {
@@ -49,6 +55,7 @@ impl Provided {
         match self {
             Provided::Kafka(b) => CaseSource::Kafka(b),
             Provided::Iggy(s) => CaseSource::Iggy(s),
+            Provided::Nats(s) => CaseSource::Nats(s),
         }
     }
 
@@ -56,6 +63,7 @@ impl Provided {
         match self {
             Provided::Kafka(b) => b.into_inner().stop().await,
             Provided::Iggy(s) => s.into_inner().stop().await,
+            Provided::Nats(s) => s.into_inner().stop().await,
         }
     }
 }
@@ -301,6 +309,17 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 address,
             )
         }
+        RuntimeArg::Nats => {
+            let server = NatsServer::start()
+                .await
+                .map_err(|e| format!("no nats-server: {e}"))?;
+            let (info, address) = (server.info(), server.url.clone());
+            (
+                Provided::Nats(Box::new(SharedBroker::new(server))),
+                info,
+                address,
+            )
+        }
     };
     let work = tempfile::Builder::new()
         .prefix("pico-crash-")
@@ -319,8 +338,12 @@ async fn run(cli: Cli) -> Result<bool, String> {
         size_name: if cli.reduced { "reduced" } else { "full" }.into(),
         size,
         runtime: cli.runtime.binary().into(),
-        // Kafka's and Iggy's topics both hold the suite's partitions.
-        partitions: pico_suite::crash::PARTITIONS as u32,
+        // Kafka's and Iggy's topics both hold the suite's partitions; a JetStream stream is one.
+        partitions: if cli.runtime == RuntimeArg::Nats {
+            1
+        } else {
+            pico_suite::crash::PARTITIONS as u32
+        },
         broker: info,
         servers: Vec::new(),
         results: Vec::new(),

@@ -55,6 +55,7 @@ use scraped::{Measured, MetricsCheck, Scraper};
 use shared_broker::Turn;
 pub use source::CaseSource;
 use source::iggy::IggySide;
+use source::nats::NatsSide;
 use source::kafka::KafkaSide;
 pub use source::kafka::committed;
 use source::{CaseBroker, CaseNames};
@@ -393,6 +394,7 @@ async fn run_case_with(
     let mut broker = match bench.source {
         CaseSource::Kafka(shared) => Turn::Kafka(shared.turn(case).await),
         CaseSource::Iggy(shared) => Turn::Iggy(shared.turn(case).await),
+        CaseSource::Nats(shared) => Turn::Nats(shared.turn(case).await),
     };
     let started = Instant::now();
     let mut notes = Vec::new();
@@ -435,6 +437,13 @@ async fn run_case_inner(
                 url: server.url.clone(),
             };
             side.create(&topic, &dlq, PARTITIONS as u32).await?;
+            Arc::new(side)
+        }
+        Turn::Nats(server) => {
+            let side = NatsSide {
+                url: server.url.clone(),
+            };
+            side.create(&topic, &dlq).await?;
             Arc::new(side)
         }
         Turn::Kafka(broker) => {

@@ -10,6 +10,7 @@ use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Case;
 use crate::serve::iggy::IggyServer;
+use crate::serve::nats::NatsServer;
 use crate::serve::kafka::Broker;
 
 /// A broker the suite can take down and bring back with its data: the broker case's outage.
@@ -28,6 +29,13 @@ impl Outage for Broker {
 
 #[async_trait]
 impl Outage for IggyServer {
+    async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
+        self.crash_for(down).await
+    }
+}
+
+#[async_trait]
+impl Outage for NatsServer {
     async fn stop_for(&mut self, down: Duration) -> Result<(), String> {
         self.crash_for(down).await
     }
@@ -98,6 +106,8 @@ pub enum Turn<'a> {
     Kafka(BrokerTurn<'a, Broker>),
     /// On the Iggy server.
     Iggy(BrokerTurn<'a, IggyServer>),
+    /// On the nats-server.
+    Nats(BrokerTurn<'a, NatsServer>),
 }
 
 impl Turn<'_> {
@@ -105,7 +115,7 @@ impl Turn<'_> {
     pub fn can_restart(&self) -> bool {
         match self {
             Turn::Kafka(b) => b.can_restart(),
-            Turn::Iggy(_) => true,
+            Turn::Iggy(_) | Turn::Nats(_) => true,
         }
     }
 
@@ -114,6 +124,7 @@ impl Turn<'_> {
         match self {
             Turn::Kafka(b) => b.stop_for(down).await,
             Turn::Iggy(b) => b.stop_for(down).await,
+            Turn::Nats(b) => b.stop_for(down).await,
         }
     }
 }

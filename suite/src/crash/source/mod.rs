@@ -21,6 +21,7 @@ use super::broker_fault::GroupView;
 use super::dead_letters::{BadRecords, Letter};
 use super::shared_broker::SharedBroker;
 use crate::serve::iggy::IggyServer;
+use crate::serve::nats::NatsServer;
 
 /// A producer's pace: the stream's record indices in chunks of a tenth of a second's worth,
 /// each chunk handed out no sooner than `size.rate` allows.
@@ -64,6 +65,8 @@ pub enum CaseSource<'a> {
     Kafka(&'a SharedBroker),
     /// An Iggy server under `pico-iggy`, shared in the same way.
     Iggy(&'a SharedBroker<IggyServer>),
+    /// A nats-server with JetStream under `pico-nats`, shared in the same way.
+    Nats(&'a SharedBroker<NatsServer>),
 }
 
 /// The names one case uses on its broker.
