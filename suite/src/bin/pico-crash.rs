@@ -18,8 +18,8 @@ use pico_suite::crash::shared_broker::SharedBroker;
 use pico_suite::crash::supervisor::runtime_binary_named;
 use pico_suite::crash::{Bench, Case, CaseResult, CaseSource, Size, run_case, run_control};
 use pico_suite::serve::iggy::IggyServer;
-use pico_suite::serve::nats::NatsServer;
 use pico_suite::serve::kafka::Broker;
+use pico_suite::serve::nats::NatsServer;
 
 /// The runtime whose crash suite runs, and so its broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

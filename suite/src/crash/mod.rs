@@ -55,9 +55,9 @@ use scraped::{Measured, MetricsCheck, Scraper};
 use shared_broker::Turn;
 pub use source::CaseSource;
 use source::iggy::IggySide;
-use source::nats::NatsSide;
 use source::kafka::KafkaSide;
 pub use source::kafka::committed;
+use source::nats::NatsSide;
 use source::{CaseBroker, CaseNames};
 use supervisor::{Ended, ProcessStats, Supervisor};
 

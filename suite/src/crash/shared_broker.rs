@@ -10,8 +10,8 @@ use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Case;
 use crate::serve::iggy::IggyServer;
-use crate::serve::nats::NatsServer;
 use crate::serve::kafka::Broker;
+use crate::serve::nats::NatsServer;
 
 /// A broker the suite can take down and bring back with its data: the broker case's outage.
 #[async_trait]
