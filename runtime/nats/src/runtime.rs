@@ -511,15 +511,18 @@ pub async fn run(
         held: held.clone(),
         metrics: metrics.clone(),
     };
+    // In the vocabulary every runtime logs (the crash suite reads it): the durable consumer is
+    // the group, and its one partition is this process's from the start.
     info!(
+        group = %pipeline.jetstream.durable,
         stream = source.stream(),
         filter = source.filter().unwrap_or_default(),
-        durable = %pipeline.jetstream.durable,
         max_records = batch.max_records,
         max_bytes = batch.max_bytes,
         linger_ms = batch.linger_ms,
         "consuming"
     );
+    info!(topic = %tp.0, partition = tp.1, "partition assigned: the durable consumer's one partition, from its ack floor");
 
     let mut pending: HashMap<Tp, Pending> = HashMap::new();
     let mut meters: HashMap<Tp, PartitionMeter> = HashMap::new();
