@@ -462,7 +462,9 @@ pub async fn run(
         Ok(started) => started,
         Err(exit) => return Ok(exit),
     };
-    let client = async_nats::connect(&pipeline.jetstream.url)
+    let client = async_nats::ConnectOptions::new()
+        .event_callback(|event| async move { connection_event(&event) })
+        .connect(&pipeline.jetstream.url)
         .await
         .map_err(|e| StartError::JetStream(format!("{}: {e}", pipeline.jetstream.url)))?;
     let js = jetstream::new(client.clone());
@@ -630,4 +632,19 @@ pub async fn run(
     shared.log_progress();
     info!("drained: every message read was delivered and acknowledged");
     Ok(Exit::Drained)
+}
+
+/// Logs what happened to the connection: the client reconnects by itself, so a lost
+/// connection is otherwise silent while pulls wait (the crash suite counts these lines as the
+/// consumer errors of a broker outage).
+fn connection_event(event: &async_nats::Event) {
+    match event {
+        async_nats::Event::Disconnected => {
+            warn!("consumer error: disconnected from nats-server, reconnecting");
+        }
+        async_nats::Event::Connected => info!("connected to nats-server"),
+        async_nats::Event::ServerError(e) => warn!(error = %e, "consumer error: server error"),
+        async_nats::Event::ClientError(e) => warn!(error = %e, "consumer error: client error"),
+        other => debug!(event = %other, "connection event"),
+    }
 }

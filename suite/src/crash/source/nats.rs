@@ -10,21 +10,30 @@
 //! sequence below which every message was acknowledged, so a restarted consumer is handed
 //! nothing below it again.
 //!
+//! Each record is published with a `Nats-Msg-Id` (the topic and the record's index): a publish
+//! whose acknowledgement did not come (the broker case stops the server under the producer) is
+//! sent again, and the stream's de-duplication (2 minutes by default) answers it with the
+//! sequence it was first stored at instead of storing it twice.
+//!
 //! NATS refuses a message above the server's `max_payload` (1 MiB by default): the stream's
 //! oversized bad records ([`BadKind::Oversized`], 1.5 MiB) cannot exist on JetStream and are not
 //! published (every other kind is).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, Context, context::PublishAckFuture};
 use async_trait::async_trait;
+use bytes::Bytes;
 use pico_conformance::target::{PayloadForm, payload_checksum};
 
 use super::{CaseBroker, CaseNames, Pace};
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
 use crate::crash::{Produced, Size, record_value};
+
+/// How long a publish is sent again while its acknowledgement does not come.
+const PUBLISH_PATIENCE: Duration = Duration::from_secs(120);
 
 /// The partition of every JetStream record ([`pico_sink::identity::jetstream::JETSTREAM_PARTITION`]).
 const PARTITION: u32 = 0;
@@ -107,25 +116,33 @@ impl CaseBroker for NatsSide {
         let mut bad = BadRecords::new();
         let mut pace = Pace::new(size);
         while let Some(chunk) = pace.next().await {
-            // A chunk published at once, then each acknowledgement awaited in order.
-            let mut pending: Vec<(PublishAckFuture, u64, Option<BadKind>)> = Vec::new();
+            // A chunk published at once, then each acknowledgement awaited in order; a record
+            // whose publish or acknowledgement failed is sent again on its own.
+            let mut pending: Vec<(Option<PublishAckFuture>, u64, Bytes, Option<BadKind>)> =
+                Vec::new();
             for i in chunk {
                 let (value, kind) = record_value(i);
                 if kind == Some(BadKind::Oversized) {
                     continue;
                 }
-                let sum = payload_checksum(PayloadForm::Json, &value);
+                let value = Bytes::from(value);
                 let ack = js
-                    .publish(topic.to_owned(), value.into())
+                    .publish_with_headers(topic.to_owned(), msg_id(topic, i), value.clone())
                     .await
-                    .map_err(|e| format!("publishing to {topic}: {e}"))?;
-                pending.push((ack, sum, kind));
+                    .ok();
+                pending.push((ack, i, value, kind));
             }
-            for (ack, sum, kind) in pending {
-                let ack = ack
-                    .await
-                    .map_err(|e| format!("the acknowledgement of a publish to {topic}: {e}"))?;
-                let at = (PARTITION, ack.sequence);
+            for (ack, i, value, kind) in pending {
+                let sum = payload_checksum(PayloadForm::Json, &value);
+                let first = match ack {
+                    Some(ack) => ack.await.ok().map(|a| a.sequence),
+                    None => None,
+                };
+                let sequence = match first {
+                    Some(sequence) => sequence,
+                    None => publish_until_acked(&js, topic, i, value).await?,
+                };
+                let at = (PARTITION, sequence);
                 acked.insert(at, sum);
                 if let Some(kind) = kind {
                     bad.insert(at, kind);
@@ -176,6 +193,44 @@ impl CaseBroker for NatsSide {
             ));
         }
         Ok(letters)
+    }
+}
+
+/// The headers of record `i` of `topic`: its `Nats-Msg-Id`.
+fn msg_id(topic: &str, i: u64) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("Nats-Msg-Id", format!("{topic}-{i}").as_str());
+    headers
+}
+
+/// Publishes record `i` (`value`) to `topic` until the server acknowledges it, for up to
+/// [`PUBLISH_PATIENCE`]: its stream sequence (the first one, for a publish stored before).
+async fn publish_until_acked(
+    js: &Context,
+    topic: &str,
+    i: u64,
+    value: Bytes,
+) -> Result<u64, String> {
+    let started = Instant::now();
+    loop {
+        let attempt = async {
+            js.publish_with_headers(topic.to_owned(), msg_id(topic, i), value.clone())
+                .await?
+                .await
+        };
+        match attempt.await {
+            Ok(ack) => return Ok(ack.sequence),
+            Err(e) if started.elapsed() < PUBLISH_PATIENCE => {
+                tracing::debug!(topic, i, error = %e, "publish not acknowledged: sending it again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => {
+                return Err(format!(
+                    "record {i} published to {topic} was not acknowledged within \
+                     {PUBLISH_PATIENCE:?}: {e}"
+                ));
+            }
+        }
     }
 }
 
