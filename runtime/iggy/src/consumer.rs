@@ -252,24 +252,21 @@ impl GroupMember {
         from: u64,
         count: u32,
     ) -> Result<Polled, ConsumerError> {
-        let what = || format!("polling partition {partition} from {from}");
         let client = self.client();
         let strategy = PollingStrategy::offset(from);
-        let polled = client.poll_messages(
-            &self.stream,
-            &self.topic,
-            Some(partition),
-            &self.consumer,
-            &strategy,
-            count,
-            false,
-        );
-        let Ok(polled) = tokio::time::timeout(ANSWER_WITHIN, polled).await else {
-            return Err(ConsumerError::Unanswered {
-                what: what(),
-                after: ANSWER_WITHIN,
-            });
-        };
+        let polled = answer(
+            || format!("polling partition {partition} from {from}"),
+            client.poll_messages(
+                &self.stream,
+                &self.topic,
+                Some(partition),
+                &self.consumer,
+                &strategy,
+                count,
+                false,
+            ),
+        )
+        .await;
         match polled {
             Ok(p)
                 if p.messages.is_empty()
@@ -281,8 +278,11 @@ impl GroupMember {
                 end: p.current_offset,
                 messages: p.messages,
             }),
-            Err(IggyError::ConsumerGroupPartitionNotOwned(..)) => Ok(Polled::NotOwned),
-            Err(e) => Err(server(what(), e)),
+            Err(ConsumerError::Server {
+                source: IggyError::ConsumerGroupPartitionNotOwned(..),
+                ..
+            }) => Ok(Polled::NotOwned),
+            Err(e) => Err(e),
         }
     }
 

@@ -637,25 +637,23 @@ async fn run_case_inner(
                     .collect();
                 // Stalled again after every member was restarted: a broker that keeps a dead
                 // member's partitions is not waited out ([`broker_fault`]).
+                let live = held_partitions(&dir, processes);
                 if regroups >= 1
                     && let Ok(Some(view)) = side.group_view(&group, &topic).await
-                    && let Some(partitions) =
-                        view.stranded(&held_partitions(&dir, processes), &behind)
+                    && let Some(partitions) = view.stranded(&live, &behind)
                 {
                     notes.push(format!(
                         "no commit for 20 s with partitions {behind:?} behind after every member \
                          was restarted; the broker assigns them to members while no live process \
-                         holds them ({:?}, from their logs): the case ends there",
-                        held_partitions(&dir, processes)
+                         holds them ({live:?}, from their logs): the case ends there"
                     ));
                     stranded = Some((view, partitions));
                     break;
                 }
                 notes.push(format!(
                     "no commit for 20 s with partitions {behind:?} behind while the live processes \
-                 held partitions {:?} (from their logs): every member restarted after the session \
-                 timeout",
-                    held_partitions(&dir, processes)
+                 held partitions {live:?} (from their logs): every member restarted after the \
+                 session timeout"
                 ));
                 regroups += 1;
                 let stats = supervisor.stop(Duration::from_secs(30)).await;
