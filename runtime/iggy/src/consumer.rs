@@ -70,6 +70,18 @@ pub enum ConsumerError {
 }
 
 impl ConsumerError {
+    /// Whether the server refused to create a consumer group because it exists: members
+    /// started at once race to create it, and each may join it.
+    fn is_already_created(&self) -> bool {
+        matches!(
+            self,
+            Self::Server {
+                source: IggyError::ConsumerGroupNameAlreadyExists(..),
+                ..
+            }
+        )
+    }
+
     /// Whether the connection failed (the server is unreachable, or the client lost its
     /// connection): a new connection may mend it, unlike a refusal.
     pub fn is_connection(&self) -> bool {
@@ -151,11 +163,19 @@ impl GroupMember {
         )
         .await?;
         if existing.is_none() {
-            answer(
+            let created = answer(
                 || format!("creating consumer group {group}"),
                 client.create_consumer_group(&member.stream, &member.topic, group),
             )
-            .await?;
+            .await;
+            match created {
+                Ok(_) => {}
+                // Another member started at the same moment created it first.
+                Err(e) if e.is_already_created() => {
+                    tracing::debug!(group, "consumer group created by another member meanwhile");
+                }
+                Err(e) => return Err(e),
+            }
         }
         answer(
             || format!("joining consumer group {group}"),

@@ -395,3 +395,33 @@ async fn a_server_crash_loses_acknowledged_messages_unless_the_topic_saves_each(
     );
     assert_eq!(survived[1], 100, "saved at once, a crash lost messages");
 }
+
+/// Members started at once race to create their group: each finds it absent and asks to create
+/// it, and the server refuses all but the first. Each must still join (measured before the
+/// fix: the crash suite's three processes started together, two exited with code 1 on
+/// "consumer group … already exists").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_started_at_once_all_join_the_group_one_of_them_created() {
+    let server = iggy_server().await;
+    topic(&server.url, "s", "t", 4).await;
+    let source = IggySource::new("s", "t").unwrap();
+    let mut failed = Vec::new();
+    // Several rounds, each on a group no member has created yet: the race is won or lost
+    // in the server's order of requests.
+    for round in 0..5 {
+        let group = format!("g{round}");
+        let joins: Vec<_> = (0..4)
+            .map(|_| {
+                let (url, source, group) = (server.url.clone(), source.clone(), group.clone());
+                tokio::spawn(async move { GroupMember::join(&url, &source, &group).await })
+            })
+            .collect();
+        for join in joins {
+            if let Err(e) = join.await.unwrap() {
+                failed.push(e.to_string());
+            }
+        }
+    }
+    println!("joins refused in 5 rounds of 4 members: {failed:?}");
+    assert!(failed.is_empty(), "members refused: {failed:?}");
+}
