@@ -17,6 +17,7 @@
 
 pub mod config;
 pub mod consumer;
+mod gate;
 pub mod record;
 pub mod runtime;
 

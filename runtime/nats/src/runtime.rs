@@ -8,14 +8,18 @@
 //!   that returned was processed. A refused one is retried before anything else is delivered.
 //! * **Redelivery**: a message delivered again (its `ack_wait` passed) while this process still
 //!   holds it is not handed to the sink twice: its newer reply subject replaces the older.
-//! * **Out of order**: JetStream redelivers a message once its `ack_wait` passed, after later
+//! * **Stream order**: JetStream redelivers a message once its `ack_wait` passed, after later
 //!   ones were delivered — the messages a killed process held come back to its successor after
-//!   the new ones it already read, and an acknowledgement lost on the way brings its message
+//!   the new ones. Every message pulled waits in the stream-order gate (`gate.rs`) until the
+//!   server counts no message delivered and unacknowledged outside this process, then goes to
+//!   the sink in stream order: a sink keeping a watermark never sees a message after a later
+//!   one it wrote.
+//! * **Out of order** still: an acknowledgement lost on the way brings its (written) message
 //!   back below the confirmed position. Acknowledging by position must never cover a message
 //!   this process did not write, so one below the read position and not held is never taken
 //!   for confirmed: everything read before it is first written and acknowledged, the positions
-//!   start again from it, and it is written (again, if its acknowledgement was the one lost:
-//!   a keyed sink holds it once).
+//!   start again from it, and it is written again (a keyed sink holds it once, a watermark
+//!   sink tells it already present).
 //! * **Slow sink**: every third of `ack_wait`, each message held gets an in-progress
 //!   acknowledgement, so the server does not deliver it again while it waits or is written.
 //! * **Dead letters**: published through JetStream to `[dead_letter] subject` (the stream that
@@ -56,6 +60,7 @@ use tracing::{debug, info, warn};
 use crate::METRICS_PREFIX;
 use crate::config::Pipeline;
 use crate::consumer::pull_config;
+use crate::gate::{self, Gate};
 use crate::record::to_record;
 
 /// The acknowledgement of a message, as JetStream's protocol spells it.
@@ -279,7 +284,6 @@ type Pulled = Fuse<pull::Batch>;
 struct Reader {
     source: JetStreamSource,
     tp: Tp,
-    client: async_nats::Client,
     ack_wait: Duration,
     shared: Arc<Shared>,
     held: Arc<Mutex<BTreeMap<u64, Subject>>>,
@@ -333,12 +337,11 @@ impl Reader {
     }
 
     /// [`Reader::take`]; when `message` came out of order, everything read before it is
-    /// written and acknowledged first ([`Reader::realign`]), then it and the messages of the
-    /// pull request that arrived meanwhile are taken in stream order.
+    /// written and acknowledged first ([`Reader::realign`]), then it is taken.
     async fn take_in_order(
         &self,
         message: jetstream::Message,
-        pulled: &mut Pulled,
+        (pulled, gate): (&mut Pulled, &Gate),
         (pending, meters): (&mut HashMap<Tp, Pending>, &mut HashMap<Tp, PartitionMeter>),
         (kit, limits): (&WorkerKit, &BatchLimits),
         failed: &mut mpsc::UnboundedReceiver<Exit>,
@@ -346,27 +349,22 @@ impl Reader {
         let Taken::Behind(message) = self.take(message, pending, meters) else {
             return Ok(());
         };
-        let mut parked = BTreeMap::new();
-        park(&mut parked, *message);
-        self.realign(pulled, &mut parked, pending, (kit, limits), failed)
+        self.realign((pulled, gate), pending, (kit, limits), failed)
             .await?;
-        for (_, message) in parked {
-            // The positions start again from the lowest: each is taken as new. (One given back
-            // would stay unacknowledged and come again after its `ack_wait`: nothing is lost.)
-            let _ = self.take(message, pending, meters);
-        }
+        // The positions start again from it: taken as new. (One given back would stay
+        // unacknowledged and come again after its `ack_wait`: nothing is lost.)
+        let _ = self.take(*message, pending, meters);
         Ok(())
     }
 
     /// Hands everything buffered to the worker and waits until the sink confirmed and the
     /// server acknowledged all of it, then forgets the partition's positions: the next message
-    /// taken starts them again. Meanwhile the rest of the pull request in flight is read into
-    /// `parked` and kept from redelivery by in-progress acknowledgements (left unread, it would
-    /// come again out of order). Ends early with the run's exit if a batch cannot be delivered.
+    /// taken starts them again. Meanwhile the rest of the pull request in flight waits in the
+    /// `gate` (left unread, it would come again out of order). Ends early with the run's exit
+    /// if a batch cannot be delivered.
     async fn realign(
         &self,
-        pulled: &mut Pulled,
-        parked: &mut BTreeMap<u64, jetstream::Message>,
+        (pulled, gate): (&mut Pulled, &Gate),
         pending: &mut HashMap<Tp, Pending>,
         (kit, limits): (&WorkerKit, &BatchLimits),
         failed: &mut mpsc::UnboundedReceiver<Exit>,
@@ -377,52 +375,111 @@ impl Reader {
                 .get(tp)
                 .is_none_or(Progress::nothing_unacked)
         };
-        let mut keep_alive =
-            tokio::time::interval((self.ack_wait / 3).max(Duration::from_millis(100)));
         let mut request_open = true;
         flush(tp, pending, kit, limits, true);
         while pending.get(tp).is_some_and(|p| !p.records.is_empty()) || !settled() {
             tokio::select! {
                 Some(exit) = failed.recv() => return Err(exit),
                 message = pulled.next(), if request_open => match message {
-                    Some(Ok(m)) => park(parked, m),
+                    Some(Ok(m)) => self.park(m, gate),
                     Some(Err(e)) => warn!(error = %e, "consumer error"),
                     None => request_open = false,
                 },
-                _ = keep_alive.tick() => {
-                    for m in parked.values() {
-                        if let Some(reply) = &m.reply && let Err(e) = self.client.publish(reply.clone(), IN_PROGRESS.into()).await {
-                            warn!(error = %e, "in-progress acknowledgement not sent");
-                        }
-                    }
-                }
                 () = tokio::time::sleep(Duration::from_millis(10)) => flush(tp, pending, kit, limits, true),
             }
         }
         lock(&self.shared.progress).insert(tp.clone(), Progress::default());
-        info!(messages = parked.len(), first = ?parked.keys().next(), "realigned: everything read before is acknowledged; reading on in stream order");
+        info!(
+            waiting = gate.len(),
+            "realigned: everything read before is acknowledged; reading on in stream order"
+        );
+        Ok(())
+    }
+
+    /// Puts `message` in the `gate`, unless it is a redelivery of one held (buffered or being
+    /// written): then its newer reply subject replaces the older.
+    fn park(&self, message: jetstream::Message, gate: &Gate) {
+        let Ok(seq) = message.info().map(|i| i.stream_sequence) else {
+            warn!("a message without JetStream metadata: skipped");
+            return;
+        };
+        if let Some(reply) = &message.reply {
+            let mut held = lock(&self.held);
+            if let Some(older) = held.get_mut(&seq) {
+                *older = reply.clone();
+                debug!(seq, "delivered again while held: not handed on twice");
+                return;
+            }
+        }
+        gate.park(seq, message);
+    }
+
+    /// Takes every message waiting in the `gate`, in stream order, once the server counts no
+    /// more messages delivered and unacknowledged than this process holds ([`gate`]); else
+    /// leaves them waiting. Fills and hands on batches as it goes.
+    async fn release(
+        &self,
+        consumer: &mut PullConsumer,
+        (pulled, gate): (&mut Pulled, &Gate),
+        (pending, meters): (&mut HashMap<Tp, Pending>, &mut HashMap<Tp, PartitionMeter>),
+        (kit, limits): (&WorkerKit, &BatchLimits),
+        failed: &mut mpsc::UnboundedReceiver<Exit>,
+    ) -> Result<(), Exit> {
+        if gate.is_empty() {
+            return Ok(());
+        }
+        let outstanding = match consumer.info().await {
+            Ok(info) => info.num_ack_pending,
+            Err(e) => {
+                warn!(error = %e, "consumer error: its count of unacknowledged messages not read; messages wait");
+                return Ok(());
+            }
+        };
+        let held = lock(&self.held).len();
+        if !gate::all_here(outstanding, held, gate.len()) {
+            if gate.first_long_wait(self.ack_wait / 10) {
+                info!(
+                    outstanding,
+                    held,
+                    waiting = gate.len(),
+                    "messages wait for earlier ones delivered elsewhere (a process before this one, or a lost pull), which come back after ack_wait: the sink gets them in stream order"
+                );
+            }
+            return Ok(());
+        }
+        let tp = &self.tp;
+        for message in gate.release() {
+            self.take_in_order(
+                message,
+                (pulled, gate),
+                (pending, meters),
+                (kit, limits),
+                failed,
+            )
+            .await?;
+            if pending.get(tp).is_some_and(|b| {
+                b.records.len() >= limits.max_records || b.bytes >= limits.max_bytes
+            }) {
+                flush(tp, pending, kit, limits, false);
+            }
+        }
         Ok(())
     }
 }
 
-/// Keeps `message` by its stream sequence (a later delivery replaces an earlier one).
-fn park(parked: &mut BTreeMap<u64, jetstream::Message>, message: jetstream::Message) {
-    if let Ok(seq) = message.info().map(|i| i.stream_sequence) {
-        parked.insert(seq, message);
-    }
-}
-
-/// Sends an in-progress acknowledgement for every message held, every third of `ack_wait`.
+/// Sends an in-progress acknowledgement for every message held or waiting in the gate, every
+/// third of `ack_wait`.
 fn keep_held_alive(
     client: async_nats::Client,
-    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    (held, gate): (Arc<Mutex<BTreeMap<u64, Subject>>>, Gate),
     ack_wait: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let every = (ack_wait / 3).max(Duration::from_millis(100));
         loop {
             tokio::time::sleep(every).await;
-            let replies: Vec<Subject> = lock(&held).values().cloned().collect();
+            let mut replies: Vec<Subject> = lock(&held).values().cloned().collect();
+            replies.extend(gate.replies());
             for reply in replies {
                 if let Err(e) = client.publish(reply, IN_PROGRESS.into()).await {
                     warn!(error = %e, "in-progress acknowledgement not sent");
@@ -471,9 +528,10 @@ pub async fn run(
     let mut consumer = durable(&js, pipeline, &source).await?;
     health.assigned(1);
     let held: Arc<Mutex<BTreeMap<u64, Subject>>> = Arc::default();
+    let gate = Gate::default();
     let keeper = keep_held_alive(
         client.clone(),
-        held.clone(),
+        (held.clone(), gate.clone()),
         Duration::from_millis(pipeline.jetstream.ack_wait_ms),
     );
     let broker = Arc::new(JetStreamBroker {
@@ -507,7 +565,6 @@ pub async fn run(
     let reader = Reader {
         source: source.clone(),
         tp: tp.clone(),
-        client: client.clone(),
         ack_wait: Duration::from_millis(pipeline.jetstream.ack_wait_ms),
         shared: shared.clone(),
         held: held.clone(),
@@ -533,6 +590,7 @@ pub async fn run(
     let probes = pipeline.metrics.clone().unwrap_or_default();
     let lag_every = Duration::from_millis(probes.lag_interval_ms.max(1));
     let (mut last_progress, mut last_lag) = (Instant::now(), Instant::now());
+    let mut last_check = Instant::now();
     let ended = loop {
         health.turned();
         let paused = pending.get(&tp).is_some_and(|p| p.paused);
@@ -546,28 +604,39 @@ pub async fn run(
             }
             message = pulled.next(), if !paused => match message {
                 Some(Ok(m)) => {
-                    if let Err(exit) = reader.take_in_order(m, &mut pulled, (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
-                        break Some(exit);
-                    }
-                    if pending.get(&tp).is_some_and(|b| {
-                        b.records.len() >= batch.max_records || b.bytes >= batch.max_bytes
-                    }) {
-                        flush(&tp, &mut pending, &kit, &batch, false);
+                    reader.park(m, &gate);
+                    if gate.len() >= per_request {
+                        last_check = Instant::now();
+                        if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
+                            break Some(exit);
+                        }
                     }
                 }
                 Some(Err(e)) => {
                     warn!(error = %e, "consumer error");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                None => match request(&consumer, per_request).await {
-                    Ok(next) => pulled = next,
-                    Err(e) => {
-                        warn!(error = %e, "pull request refused: asking again");
-                        tokio::time::sleep(Duration::from_millis(200)).await;
+                None => {
+                    last_check = Instant::now();
+                    if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
+                        break Some(exit);
                     }
-                },
+                    match request(&consumer, per_request).await {
+                        Ok(next) => pulled = next,
+                        Err(e) => {
+                            warn!(error = %e, "pull request refused: asking again");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
             },
             _ = tick.tick() => {
+                if !gate.is_empty() && last_check.elapsed() >= gate::CHECK_EVERY {
+                    last_check = Instant::now();
+                    if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
+                        break Some(exit);
+                    }
+                }
                 let due = pending
                     .get(&tp)
                     .is_some_and(|p| !p.records.is_empty() && p.since.elapsed() >= batch.linger());
@@ -598,24 +667,29 @@ pub async fn run(
     // The pull request in flight is read to its end: nothing stays delivered and unread.
     while let Some(m) = pulled.next().await {
         match m {
-            Ok(m) => {
-                if let Err(exit) = reader
-                    .take_in_order(
-                        m,
-                        &mut pulled,
-                        (&mut pending, &mut meters),
-                        (&kit, &batch),
-                        &mut failed,
-                    )
-                    .await
-                {
-                    shared.abort_workers();
-                    keeper.abort();
-                    return Ok(exit);
-                }
-            }
+            Ok(m) => reader.park(m, &gate),
             Err(e) => warn!(error = %e, "consumer error while draining"),
         }
+    }
+    if let Err(exit) = reader
+        .release(
+            &mut consumer,
+            (&mut pulled, &gate),
+            (&mut pending, &mut meters),
+            (&kit, &batch),
+            &mut failed,
+        )
+        .await
+    {
+        shared.abort_workers();
+        keeper.abort();
+        return Ok(exit);
+    }
+    if !gate.is_empty() {
+        info!(
+            waiting = gate.len(),
+            "messages not delivered: they wait for earlier ones delivered elsewhere; unacknowledged, they come to the next process"
+        );
     }
     flush(&tp, &mut pending, &kit, &batch, true);
     while pending.get(&tp).is_some_and(|p| !p.records.is_empty()) {

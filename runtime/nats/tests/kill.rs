@@ -5,10 +5,12 @@
 //! delivery would have lost them), and after the drain the ack floor is the stream's last
 //! sequence. The destination is the stdout sink appended to one file across the lives (it
 //! repeats a redelivery: the duplicates are counted). A restarted process is handed new
-//! messages first and the killed one's only once their `ack_wait` passed: the run goes through
-//! the runtime's realignment at every restart. With the `mutants` feature, the control: the
+//! messages first and the killed one's only once their `ack_wait` passed: they wait in the
+//! runtime's stream-order gate until those came. With the `mutants` feature, the control: the
 //! same run with the runtime acknowledging each batch when it is cut (`commit-at-poll`) must
-//! lose messages.
+//! lose messages. Every message is first written in stream order (none after a later one),
+//! as a sink keeping a watermark per partition needs; the count is checked on the same run
+//! (before the stream-order gate a restart wrote new messages before the killed life's).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -33,6 +35,23 @@ struct Measured {
     lost: usize,
     effective: usize,
     floor: u64,
+    /// Messages first printed after a higher stream sequence was: a sink that keeps a
+    /// watermark per partition (S3, ClickHouse, Delta, Iceberg, Quickwit) would have taken
+    /// each for one already written and lost it.
+    behind_watermark: usize,
+}
+
+/// The sequences printed for the first time below the highest one printed before them.
+fn behind_watermark(lines: &[u64]) -> usize {
+    let (mut top, mut seen) = (0, BTreeSet::new());
+    let mut behind = 0;
+    for &seq in lines {
+        if seen.insert(seq) && seq < top {
+            behind += 1;
+        }
+        top = top.max(seq);
+    }
+    behind
 }
 
 /// The stream sequence of every line the stdout sink printed.
@@ -178,6 +197,7 @@ async fn kill_run(mutant: Option<&str>) -> Measured {
         lost: MESSAGES as usize - unique.len(),
         effective,
         floor: floor(&js).await,
+        behind_watermark: behind_watermark(&lines),
     }
 }
 
@@ -186,14 +206,20 @@ async fn killed_five_times_it_loses_nothing_and_every_kill_is_effective() {
     let m = kill_run(None).await;
     println!(
         "{MESSAGES} published, {KILLS} SIGKILLs ({} effective): {} lost, {} printed, {} beyond \
-         one per message (the stdout sink repeats a redelivery), ack floor after the drain {}",
+         one per message (the stdout sink repeats a redelivery), ack floor after the drain {}, \
+         {} first written below a later one",
         m.effective,
         m.lost,
         m.lines,
         m.lines - m.unique,
-        m.floor
+        m.floor,
+        m.behind_watermark
     );
     assert_eq!(m.lost, 0, "{m:?}");
+    assert_eq!(
+        m.behind_watermark, 0,
+        "a watermark sink would have lost what came after a later message: {m:?}"
+    );
     assert_eq!(
         m.effective, KILLS,
         "every kill left messages beyond the ack floor: {m:?}"
@@ -210,4 +236,11 @@ async fn control_acknowledging_when_a_batch_is_cut_is_caught_losing_messages() {
         m.effective, m.lost
     );
     assert!(m.lost > 0, "the control was not caught: {m:?}");
+}
+
+#[test]
+fn a_sequence_first_seen_below_a_later_one_counts_behind_the_watermark() {
+    // 3 and 4 first after 5: behind; 2 again after 5: a repeat, not behind.
+    assert_eq!(behind_watermark(&[1, 2, 5, 3, 2, 4, 6]), 2);
+    assert_eq!(behind_watermark(&[1, 2, 3, 3, 4]), 0);
 }
