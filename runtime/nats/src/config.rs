@@ -87,6 +87,11 @@ pub struct JetStreamSettings {
     /// How often the progress line is logged, s.
     #[serde(default = "default_progress_secs")]
     pub progress_secs: u64,
+    /// The time to live of the durable's lease, ms ([`crate::lease`]): how long after a
+    /// holder died a standby takes over. Set where the lease bucket is created (its
+    /// `max_age`); an existing bucket's `max_age` rules.
+    #[serde(default = "default_lease_ms")]
+    pub lease_ms: u64,
 }
 
 fn default_ack_wait_ms() -> u64 {
@@ -99,6 +104,10 @@ fn default_max_ack_pending() -> i64 {
 
 fn default_progress_secs() -> u64 {
     30
+}
+
+fn default_lease_ms() -> u64 {
+    10_000
 }
 
 impl JetStreamSettings {
@@ -152,6 +161,9 @@ impl PipelineFile for Pipeline {
         }
         if self.jetstream.ack_wait_ms == 0 || self.jetstream.max_ack_pending <= 0 {
             return bad("jetstream.ack_wait_ms and max_ack_pending must be above 0");
+        }
+        if self.jetstream.lease_ms < 300 {
+            return bad("jetstream.lease_ms must be 300 or more (it is renewed every third)");
         }
         if let Some(why) =
             pico_runtime::settings::problem(&self.batch, &self.retry, self.metrics.as_ref())
@@ -219,6 +231,7 @@ mod tests {
         refused("durable = \"a.b\"", "jetstream.durable");
         refused("durable = \"d\"\nfilter = \"orders..eu\"", "filter");
         refused("durable = \"d\"\nack_wait_ms = 0", "ack_wait_ms");
+        refused("durable = \"d\"\nlease_ms = 100", "lease_ms");
         refused(
             "durable = \"d\"\nfilter = \"orders.>\"\n[dead_letter]\nsubject = \"orders.dlq\"",
             "own dead letters",

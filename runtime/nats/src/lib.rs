@@ -18,6 +18,7 @@
 pub mod config;
 pub mod consumer;
 mod gate;
+pub mod lease;
 pub mod record;
 pub mod runtime;
 

@@ -14,6 +14,9 @@
 //!   server counts no message delivered and unacknowledged outside this process, then goes to
 //!   the sink in stream order: a sink keeping a watermark never sees a message after a later
 //!   one it wrote.
+//! * **One process per durable**: only the holder of the durable's lease ([`crate::lease`])
+//!   pulls; another process waits as a standby until it expires or is given up at a drain. No
+//!   acknowledgement or in-progress acknowledgement is sent once the lease may have lapsed.
 //! * **Out of order** still: an acknowledgement lost on the way brings its (written) message
 //!   back below the confirmed position. Acknowledging by position must never cover a message
 //!   this process did not write, so one below the read position and not held is never taken
@@ -61,6 +64,7 @@ use crate::METRICS_PREFIX;
 use crate::config::Pipeline;
 use crate::consumer::pull_config;
 use crate::gate::{self, Gate};
+use crate::lease::Lease;
 use crate::record::to_record;
 
 /// The acknowledgement of a message, as JetStream's protocol spells it.
@@ -82,19 +86,30 @@ pub enum StartError {
     Metrics(#[from] MetricsUnavailable),
 }
 
+/// The reply subject of each message read and not acknowledged, by stream sequence.
+type Held = Arc<Mutex<BTreeMap<u64, Subject>>>;
+
 /// The JetStream side of the worker: explicit acks up to the confirmed position, dead letters
 /// published through JetStream.
 struct JetStreamBroker {
     client: async_nats::Client,
     js: Context,
     /// The reply subject of each message read and not acknowledged, by stream sequence.
-    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    held: Held,
     dead_letters: Option<String>,
+    lease: Arc<Lease>,
 }
 
 #[async_trait]
 impl Broker for JetStreamBroker {
     async fn confirm(&self, _: &Tp, offset: u64, _: &Arc<CommitFence>) -> Result<bool, String> {
+        if !self.lease.valid() {
+            return Err(
+                "the durable's lease was not renewed in time: nothing acknowledged \
+                        (another process may hold it)"
+                    .into(),
+            );
+        }
         let acked: Vec<(u64, Subject)> = {
             let mut held = lock(&self.held);
             let rest = held.split_off(&offset);
@@ -286,8 +301,9 @@ struct Reader {
     tp: Tp,
     ack_wait: Duration,
     shared: Arc<Shared>,
-    held: Arc<Mutex<BTreeMap<u64, Subject>>>,
+    held: Held,
     metrics: Arc<Metrics>,
+    lease: Arc<Lease>,
 }
 
 impl Reader {
@@ -425,7 +441,7 @@ impl Reader {
         (kit, limits): (&WorkerKit, &BatchLimits),
         failed: &mut mpsc::UnboundedReceiver<Exit>,
     ) -> Result<(), Exit> {
-        if gate.is_empty() {
+        if gate.is_empty() || !self.lease.valid() {
             return Ok(());
         }
         let outstanding = match consumer.info().await {
@@ -471,19 +487,48 @@ impl Reader {
 /// third of `ack_wait`.
 fn keep_held_alive(
     client: async_nats::Client,
-    (held, gate): (Arc<Mutex<BTreeMap<u64, Subject>>>, Gate),
+    (held, gate, lease): (Held, Gate, Arc<Lease>),
     ack_wait: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let every = (ack_wait / 3).max(Duration::from_millis(100));
         loop {
             tokio::time::sleep(every).await;
+            // Without the lease, what this process holds must come back to the holder.
+            if !lease.valid() {
+                continue;
+            }
             let mut replies: Vec<Subject> = lock(&held).values().cloned().collect();
             replies.extend(gate.replies());
             for reply in replies {
                 if let Err(e) = client.publish(reply, IN_PROGRESS.into()).await {
                     warn!(error = %e, "in-progress acknowledgement not sent");
                 }
+            }
+        }
+    })
+}
+
+/// Renews `lease` every third of its time to live; once it is lost (refused, or not renewed
+/// in time) the run ends with [`Exit::GaveUp`] on `failures`: restarted, the process waits as
+/// a standby.
+fn keep_lease(
+    lease: Arc<Lease>,
+    failures: mpsc::UnboundedSender<Exit>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(lease.renew_every()).await;
+            if let Err(e) = lease.renew().await {
+                if lease.valid() {
+                    warn!(error = %e, "consumer error: the lease not renewed yet, trying again");
+                    continue;
+                }
+                let _ = failures.send(Exit::GaveUp(format!(
+                    "{e}: another process may consume the durable now; restarted, this one waits \
+                     as a standby"
+                )));
+                return;
             }
         }
     })
@@ -526,12 +571,22 @@ pub async fn run(
         .map_err(|e| StartError::JetStream(format!("{}: {e}", pipeline.jetstream.url)))?;
     let js = jetstream::new(client.clone());
     let mut consumer = durable(&js, pipeline, &source).await?;
+    let durable_key = (source.stream(), pipeline.jetstream.durable.as_str());
+    let lease_ttl = Duration::from_millis(pipeline.jetstream.lease_ms);
+    let Some(lease) = Lease::take(&js, durable_key, lease_ttl, shutdown.as_mut())
+        .await
+        .map_err(StartError::JetStream)?
+    else {
+        info!("shutdown requested while standby: nothing was read");
+        return Ok(Exit::Drained);
+    };
+    let lease = Arc::new(lease);
     health.assigned(1);
-    let held: Arc<Mutex<BTreeMap<u64, Subject>>> = Arc::default();
+    let held: Held = Arc::default();
     let gate = Gate::default();
     let keeper = keep_held_alive(
         client.clone(),
-        (held.clone(), gate.clone()),
+        (held.clone(), gate.clone(), lease.clone()),
         Duration::from_millis(pipeline.jetstream.ack_wait_ms),
     );
     let broker = Arc::new(JetStreamBroker {
@@ -539,9 +594,11 @@ pub async fn run(
         js: js.clone(),
         held: held.clone(),
         dead_letters: pipeline.dead_letter.as_ref().map(|d| d.subject.clone()),
+        lease: lease.clone(),
     });
     let shared = Arc::new(Shared::default());
     let (failures, mut failed) = mpsc::unbounded_channel();
+    let renewer = keep_lease(lease.clone(), failures.clone());
     let (ready, mut wants_more) = mpsc::unbounded_channel();
     let batch = pipeline.batch.limits(sink.commit_policy());
     let kit = WorkerKit::new(
@@ -569,6 +626,7 @@ pub async fn run(
         shared: shared.clone(),
         held: held.clone(),
         metrics: metrics.clone(),
+        lease: lease.clone(),
     };
     // In the vocabulary every runtime logs (the crash suite reads it): the durable consumer is
     // the group, and its one partition is this process's from the start.
@@ -659,6 +717,7 @@ pub async fn run(
     if let Some(exit) = ended {
         shared.abort_workers();
         keeper.abort();
+        renewer.abort();
         return Ok(exit);
     }
     info!("shutdown requested: draining");
@@ -683,6 +742,7 @@ pub async fn run(
     {
         shared.abort_workers();
         keeper.abort();
+        renewer.abort();
         return Ok(exit);
     }
     if !gate.is_empty() {
@@ -694,16 +754,19 @@ pub async fn run(
     flush(&tp, &mut pending, &kit, &batch, true);
     while pending.get(&tp).is_some_and(|p| !p.records.is_empty()) {
         tokio::select! {
-            Some(exit) = failed.recv() => { shared.abort_workers(); keeper.abort(); return Ok(exit); }
+            Some(exit) = failed.recv() => { shared.abort_workers(); keeper.abort();
+        renewer.abort(); return Ok(exit); }
             () = tokio::time::sleep(Duration::from_millis(20)) => flush(&tp, &mut pending, &kit, &batch, true),
         }
     }
     shared.finish_workers().await;
     keeper.abort();
+    renewer.abort();
     if let Ok(exit) = failed.try_recv() {
         return Ok(exit);
     }
     shared.log_progress();
+    lease.release().await;
     info!("drained: every message read was delivered and acknowledged");
     Ok(Exit::Drained)
 }

@@ -119,7 +119,7 @@ async fn kill_run(mutant: Option<&str>) -> Measured {
         &pipeline,
         format!(
             "[jetstream]\nurl = \"{}\"\nstream = \"ORDERS\"\ndurable = \"sink\"\n\
-             ack_wait_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
+             ack_wait_ms = 1000\nlease_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
              [sink]\nkind = \"stdout\"\n\
              [chaos]\nwritten_file = \"{}\"\nhold_after_write_ms = 800\n{mutant}",
             server.url,
@@ -243,4 +243,118 @@ fn a_sequence_first_seen_below_a_later_one_counts_behind_the_watermark() {
     // 3 and 4 first after 5: behind; 2 again after 5: a repeat, not behind.
     assert_eq!(behind_watermark(&[1, 2, 5, 3, 2, 4, 6]), 2);
     assert_eq!(behind_watermark(&[1, 2, 3, 3, 4]), 0);
+}
+
+/// Two processes on one durable: the second waits as a standby and consumes nothing while the
+/// first holds the durable's lease (two consumers would each get part of the messages, and a
+/// watermark sink would take one's for already written once the other wrote later ones); when
+/// the holder is SIGKILLed the standby takes over once the lease expired, and every message is
+/// written, in stream order across both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_consumes_nothing_until_the_holder_dies_then_takes_over() {
+    let server = nats_server().await;
+    let js = common::orders_stream(&server).await;
+    for s in 1..=MESSAGES {
+        js.publish("orders.eu", format!("{{\"order\":{s}}}").into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[jetstream]\nurl = \"{}\"\nstream = \"ORDERS\"\ndurable = \"sink\"\n\
+             ack_wait_ms = 1000\nlease_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
+             [sink]\nkind = \"stdout\"\n\
+             [chaos]\nwritten_file = \"{}\"\nhold_after_write_ms = 200\n",
+            server.url,
+            dir.path().join("written").display()
+        ),
+    )
+    .unwrap();
+    let file = |name: &str| dir.path().join(name);
+    let mut holder = spawn(&pipeline, &file("a.jsonl"), &file("a.log"));
+    let started = Instant::now();
+    while printed(&file("a.jsonl")).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the first process wrote nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut standby = spawn(&pipeline, &file("b.jsonl"), &file("b.log"));
+    // Lease lifetimes: the standby tried to take it several times. The holder writes on
+    // meanwhile (without the lease both would stall: each one's gate waits on the other's
+    // messages — measured, the holder stopped at 520 and 560).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let a_at_4s = printed(&file("a.jsonl")).len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let a_at_6s = printed(&file("a.jsonl")).len();
+    let before_kill = printed(&file("b.jsonl")).len();
+    let b_log = std::fs::read_to_string(file("b.log")).unwrap_or_default();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let killed = Instant::now();
+    let by_holder = printed(&file("a.jsonl"));
+    println!(
+        "holder wrote {} of {MESSAGES} before its kill; the standby {before_kill} meanwhile",
+        by_holder.len()
+    );
+    assert_eq!(
+        before_kill, 0,
+        "the standby consumed while the lease was held"
+    );
+    assert!(
+        a_at_6s > a_at_4s,
+        "the holder stalled while the standby was up: {a_at_4s} written 4 s after its start, \
+         {a_at_6s} after 6 s"
+    );
+    assert!(
+        b_log.contains("standby"),
+        "the standby did not say so:\n{b_log}"
+    );
+    assert!(
+        (by_holder.len() as u64) < MESSAGES,
+        "nothing was left to take over"
+    );
+
+    while printed(&file("b.jsonl")).is_empty() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "the standby never took over"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!(
+        "the standby wrote its first message {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
+    while floor(&js).await < MESSAGES {
+        assert!(
+            killed.elapsed() < Duration::from_secs(90),
+            "the standby did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Command::new("kill")
+        .args(["-TERM", &standby.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(standby.wait().unwrap().success());
+    let lines: Vec<u64> = by_holder
+        .into_iter()
+        .chain(printed(&file("b.jsonl")))
+        .collect();
+    let unique: BTreeSet<u64> = lines.iter().copied().collect();
+    println!(
+        "{} printed, {} distinct, {} first written below a later one",
+        lines.len(),
+        unique.len(),
+        behind_watermark(&lines)
+    );
+    assert_eq!(unique.len() as u64, MESSAGES, "lost messages");
+    assert_eq!(behind_watermark(&lines), 0);
 }
