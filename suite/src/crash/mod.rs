@@ -58,7 +58,7 @@ use source::iggy::IggySide;
 use source::kafka::KafkaSide;
 pub use source::kafka::committed;
 use source::nats::NatsSide;
-use source::{CaseBroker, CaseNames};
+use source::{CaseBroker, CaseNames, Handover};
 use supervisor::{Ended, ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
@@ -781,6 +781,7 @@ async fn run_case_inner(
         exits_2: stats.exits.get("exit 2").copied().unwrap_or(0),
         restarts: stats.starts.saturating_sub(processes as u32),
         exits: &stats.exits,
+        handover: side.handover(),
     };
     let fault = fault_tally(case, evidence);
     if case == Case::Group {
@@ -938,6 +939,8 @@ struct Evidence<'a> {
     restarts: u32,
     /// How every process ended, the drain's included.
     exits: &'a BTreeMap<String, u32>,
+    /// How the broker's group gives a dead member's work to another.
+    handover: Handover,
 }
 
 /// The fault tally of a case (none for the kill case, which has its [`KillTally`]).
@@ -988,12 +991,20 @@ fn fault_tally(case: Case, e: Evidence<'_>) -> Option<FaultTally> {
         // Counted as rebalances rather than moves: tansu 0.6 leaves a dead member's partitions
         // unassigned until it is back, and may give them back to it (0 moves, seen at full size
         // with three sinks at once), while the live members still go through the rebalances.
-        Case::Group => tally.count(
-            "rebalances",
-            "partitions revoked from a running member (not at its drain): rebalances the live \
-             members went through",
-            live_revokes(e.dir, e.processes),
-        ),
+        Case::Group => match e.handover {
+            Handover::Rebalance => tally.count(
+                "rebalances",
+                "partitions revoked from a running member (not at its drain): rebalances the \
+                 live members went through",
+                live_revokes(e.dir, e.processes),
+            ),
+            Handover::Takeover => tally.count(
+                "takeovers",
+                "partitions assigned to a standby after the member that held them was killed: \
+                 takeovers",
+                faults::partition_moves(e.dir, e.processes),
+            ),
+        },
         Case::Flaky => {
             // Read from the logs only here: the other cases have no use for it.
             let (what, count) = retries(e.dir, e.processes);
@@ -1200,7 +1211,36 @@ mod tests {
             exits_2: 0,
             restarts,
             exits,
+            handover: Handover::Rebalance,
         }
+    }
+
+    /// The group case under a runtime whose standbys take over (pico-nats): the fault is a
+    /// standby's assignment after the holder's death; with none the tally fails.
+    #[test]
+    fn a_takeover_is_the_group_fault_where_standbys_take_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |t: &str| {
+            format!("2026-12-06T10:00:0{t}Z INFO partition assigned topic=t partition=0\n")
+        };
+        std::fs::write(dir.path().join("runtime-0.log"), line("1")).unwrap();
+        std::fs::write(dir.path().join("runtime-1.log"), "standby\n").unwrap();
+        let (exits, offsets) = (BTreeMap::new(), BTreeMap::new());
+        let tally = |dir: &Path| {
+            let e = Evidence {
+                processes: 2,
+                handover: Handover::Takeover,
+                ..evidence(dir, 1, &exits, &offsets)
+            };
+            fault_tally(Case::Group, e).unwrap()
+        };
+        let none = tally(dir.path());
+        assert_eq!(none.counts[0].short, "takeovers");
+        assert!(none.failure().is_some(), "no takeover, no fault: {none:?}");
+        std::fs::write(dir.path().join("runtime-1.log"), line("5")).unwrap();
+        let one = tally(dir.path());
+        assert_eq!(one.counts[0].count, 1);
+        assert!(one.failure().is_none(), "{one:?}");
     }
 
     /// The destination case's own check: a restart or a partition revoked from the running

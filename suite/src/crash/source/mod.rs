@@ -69,6 +69,16 @@ pub enum CaseSource<'a> {
     Nats(&'a SharedBroker<NatsServer>),
 }
 
+/// How a consumer group gives a dead member's work to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// The group rebalances: the live members' partitions are revoked and assigned again.
+    Rebalance,
+    /// One member consumes and the others stand by; one of them takes over from a dead holder
+    /// (pico-nats's lease on its durable): nothing is revoked from a live member.
+    Takeover,
+}
+
 /// The names one case uses on its broker.
 #[derive(Debug, Clone, Copy)]
 pub struct CaseNames<'a> {
@@ -101,6 +111,12 @@ pub trait CaseBroker: Send + Sync {
     /// (JetStream: a stream is one partition of the identity).
     fn partitions(&self) -> u32 {
         super::PARTITIONS as u32
+    }
+
+    /// How the group case's fault shows on this broker: partitions revoked from the members
+    /// that live on (a consumer group's rebalance), by default.
+    fn handover(&self) -> Handover {
+        Handover::Rebalance
     }
 
     /// What of the case's stream this broker cannot hold, if anything: said in every case's

@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use pico_conformance::target::{PayloadForm, payload_checksum};
 
-use super::{CaseBroker, CaseNames, Pace};
+use super::{CaseBroker, CaseNames, Handover, Pace};
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
 use crate::crash::{Produced, Size, record_value};
 
@@ -88,6 +88,10 @@ impl CaseBroker for NatsSide {
         1
     }
 
+    fn handover(&self) -> Handover {
+        Handover::Takeover
+    }
+
     fn cannot_hold(&self) -> Option<&'static str> {
         Some(
             "NATS refuses a message above its max_payload (1 MiB by default): the stream's \
@@ -96,7 +100,8 @@ impl CaseBroker for NatsSide {
     }
 
     fn sections(&self, names: CaseNames<'_>, session: Duration) -> String {
-        // A message unacknowledged for the session comes back to another puller.
+        // A message unacknowledged for the session comes back to another puller, and a
+        // standby takes the durable's lease over a session after its holder died.
         let CaseNames {
             topic,
             group,
@@ -104,9 +109,10 @@ impl CaseBroker for NatsSide {
         } = names;
         format!(
             "[jetstream]\nurl = \"{}\"\nstream = \"{topic}\"\ndurable = \"{group}\"\n\
-             ack_wait_ms = {}\nprogress_secs = 5\n\n[dead_letter]\nsubject = \"{dead_letters}\"\n",
+             ack_wait_ms = {ms}\nlease_ms = {ms}\nprogress_secs = 5\n\n[dead_letter]\n\
+             subject = \"{dead_letters}\"\n",
             self.url,
-            session.as_millis()
+            ms = session.as_millis()
         )
     }
 
