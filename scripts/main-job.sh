@@ -9,7 +9,8 @@
 #      killed, panicked and cut off against a real Kafka-protocol broker, three sinks at once,
 #      then its controls (pico-kafka broken on purpose, each to be caught)
 #      -> docs/crash-suite.{json,md}; pico-iggy against an Iggy server, PostgreSQL and S3, once
-#      the conformance suite ended -> docs/crash-suite-iggy.{json,md};
+#      the conformance suite ended -> docs/crash-suite-iggy.{json,md}; then pico-nats against
+#      nats-server (JetStream), the same two sinks -> docs/crash-suite-nats.{json,md};
 #   3. then, alone, the benchmarks, each sink beside its raw bulk path
 #      -> docs/benchmarks.{json,md,svg}.
 # `--reduced` runs all three at the smaller size CI uses; `--no-write` writes nothing to docs/
@@ -82,6 +83,12 @@ crash_iggy() {
   suite crash-iggy bash scripts/crash-suite.sh --runtime iggy --sink postgres --sink s3 \
     --jobs 2 "${controls[@]}" "${size[@]}" "${write[@]}"
 }
+# pico-nats against its own nats-server, every case, PostgreSQL and S3. Its controls are
+# pico-nats's own kill-test controls (scripts/test.sh).
+crash_nats() {
+  suite crash-nats bash scripts/crash-suite.sh --runtime nats --sink postgres --sink s3 \
+    --jobs 2 "${size[@]}" "${write[@]}"
+}
 if [ ${#subset[@]} -gt 0 ]; then
   conformance
 else
@@ -92,7 +99,12 @@ else
   # records in flight at its interruptions, counted, not a duration.
   # pico-iggy's crash suite follows the conformance suite, which ends first (its own broker:
   # it does not wait on pico-kafka's).
-  { conformance; crash_iggy 2>&1 | sed -u 's/^/[crash-iggy] /'; } &
+  # pico-nats's follows pico-iggy's (about 4 minutes at the reduced size).
+  {
+    conformance
+    crash_iggy 2>&1 | sed -u 's/^/[crash-iggy] /'
+    crash_nats 2>&1 | sed -u 's/^/[crash-nats] /'
+  } &
   crash 2>&1 | sed -u 's/^/[crash] /'
   wait
 fi

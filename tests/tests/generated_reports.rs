@@ -119,16 +119,17 @@ fn crash_report_is_rendered_from_its_json_and_passed() {
     );
 }
 
-#[test]
-fn iggy_crash_report_is_rendered_from_its_json_and_passed() {
-    let report: CrashReport = serde_json::from_str(&read("crash-suite-iggy.json"))
-        .expect("docs/crash-suite-iggy.json parses");
-    assert_eq!(report.runtime, "pico-iggy");
+/// A runtime's committed crash report (`crash-suite-<name>`): rendered from its JSON, a
+/// full-size run of that runtime, PostgreSQL and S3 rows, no failure.
+fn check_runtime_report(name: &str) {
+    let stem = format!("crash-suite-{name}");
+    let report: CrashReport = serde_json::from_str(&read(&format!("{stem}.json")))
+        .unwrap_or_else(|e| panic!("docs/{stem}.json parses: {e}"));
+    assert_eq!(report.runtime, format!("pico-{name}"));
     assert_eq!(
-        read("crash-suite-iggy.md"),
+        read(&format!("{stem}.md")),
         render(&report),
-        "docs/crash-suite-iggy.md differs from its JSON: rerun ./scripts/crash-suite.sh \
-         --runtime iggy"
+        "docs/{stem}.md differs from its JSON: rerun ./scripts/crash-suite.sh --runtime {name}"
     );
     assert_eq!(
         report.size_name, "full",
@@ -145,4 +146,9 @@ fn iggy_crash_report_is_rendered_from_its_json_and_passed() {
         "the committed crash report has failures: {:?}",
         report.failures()
     );
+}
+
+#[test]
+fn iggy_crash_report_is_rendered_from_its_json_and_passed() {
+    check_runtime_report("iggy");
 }

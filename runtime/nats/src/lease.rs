@@ -176,6 +176,9 @@ impl Lease {
         {
             Ok(next) => {
                 *lock(&self.held) = (next, sent);
+                if sent.elapsed() > self.renew_every() {
+                    warn!(key = self.key, took = ?sent.elapsed(), ttl = ?self.ttl, "consumer error: the lease's renewal was slow; acknowledgements wait while it may have lapsed");
+                }
                 Ok(())
             }
             Err(e) => Err(format!("lease {} not renewed: {e}", self.key)),

@@ -441,7 +441,16 @@ impl Reader {
         (kit, limits): (&WorkerKit, &BatchLimits),
         failed: &mut mpsc::UnboundedReceiver<Exit>,
     ) -> Result<(), Exit> {
-        if gate.is_empty() || !self.lease.valid() {
+        if gate.is_empty() {
+            return Ok(());
+        }
+        if !self.lease.valid() {
+            if gate.first_long_wait(self.ack_wait / 10) {
+                warn!(
+                    waiting = gate.len(),
+                    "consumer error: messages wait while the durable's lease may have lapsed (its renewal is late)"
+                );
+            }
             return Ok(());
         }
         let outstanding = match consumer.info().await {
@@ -730,20 +739,30 @@ pub async fn run(
             Err(e) => warn!(error = %e, "consumer error while draining"),
         }
     }
-    if let Err(exit) = reader
-        .release(
-            &mut consumer,
-            (&mut pulled, &gate),
-            (&mut pending, &mut meters),
-            (&kit, &batch),
-            &mut failed,
-        )
-        .await
-    {
-        shared.abort_workers();
-        keeper.abort();
-        renewer.abort();
-        return Ok(exit);
+    // An acknowledgement on its way keeps the server's count above what is held for a moment:
+    // a few tries before the waiting messages are left to the next process.
+    for _ in 0..10 {
+        if gate.is_empty() {
+            break;
+        }
+        if let Err(exit) = reader
+            .release(
+                &mut consumer,
+                (&mut pulled, &gate),
+                (&mut pending, &mut meters),
+                (&kit, &batch),
+                &mut failed,
+            )
+            .await
+        {
+            shared.abort_workers();
+            keeper.abort();
+            renewer.abort();
+            return Ok(exit);
+        }
+        if !gate.is_empty() {
+            tokio::time::sleep(gate::CHECK_EVERY).await;
+        }
     }
     if !gate.is_empty() {
         info!(

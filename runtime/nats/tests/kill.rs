@@ -97,9 +97,9 @@ async fn floor(js: &jetstream::Context) -> u64 {
     }
 }
 
-async fn kill_run(mutant: Option<&str>) -> Measured {
-    let server = nats_server().await;
-    let js = common::orders_stream(&server).await;
+/// The ORDERS stream on `server`, holding [`MESSAGES`] acknowledged messages.
+async fn orders(server: &common::NatsServer) -> jetstream::Context {
+    let js = common::orders_stream(server).await;
     for s in 1..=MESSAGES {
         js.publish("orders.eu", format!("{{\"order\":{s}}}").into())
             .await
@@ -107,6 +107,12 @@ async fn kill_run(mutant: Option<&str>) -> Measured {
             .await
             .unwrap();
     }
+    js
+}
+
+async fn kill_run(mutant: Option<&str>) -> Measured {
+    let server = nats_server().await;
+    let js = orders(&server).await;
     let dir = tempfile::tempdir().unwrap();
     let (out, log, written) = (
         dir.path().join("out.jsonl"),
@@ -253,14 +259,7 @@ fn a_sequence_first_seen_below_a_later_one_counts_behind_the_watermark() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_consumes_nothing_until_the_holder_dies_then_takes_over() {
     let server = nats_server().await;
-    let js = common::orders_stream(&server).await;
-    for s in 1..=MESSAGES {
-        js.publish("orders.eu", format!("{{\"order\":{s}}}").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-    }
+    let js = orders(&server).await;
     let dir = tempfile::tempdir().unwrap();
     let pipeline = dir.path().join("pipeline.toml");
     std::fs::write(
