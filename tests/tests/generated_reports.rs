@@ -152,3 +152,8 @@ fn check_runtime_report(name: &str) {
 fn iggy_crash_report_is_rendered_from_its_json_and_passed() {
     check_runtime_report("iggy");
 }
+
+#[test]
+fn nats_crash_report_is_rendered_from_its_json_and_passed() {
+    check_runtime_report("nats");
+}
