@@ -97,6 +97,25 @@ async fn floor(js: &jetstream::Context) -> u64 {
     }
 }
 
+/// `dir/pipeline.toml`: the ORDERS stream's durable `sink` into the stdout sink, `ack_wait` and
+/// lease 1 s, each written batch noted in `dir/written` and held `hold_ms` before its
+/// acknowledgement; `extra` ends the `[chaos]` section.
+fn pipeline_file(dir: &Path, url: &str, hold_ms: u64, extra: &str) -> std::path::PathBuf {
+    let pipeline = dir.join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[jetstream]\nurl = \"{url}\"\nstream = \"ORDERS\"\ndurable = \"sink\"\n\
+             ack_wait_ms = 1000\nlease_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
+             [sink]\nkind = \"stdout\"\n\
+             [chaos]\nwritten_file = \"{}\"\nhold_after_write_ms = {hold_ms}\n{extra}",
+            dir.join("written").display()
+        ),
+    )
+    .unwrap();
+    pipeline
+}
+
 /// The ORDERS stream on `server`, holding [`MESSAGES`] acknowledged messages.
 async fn orders(server: &common::NatsServer) -> jetstream::Context {
     let js = common::orders_stream(server).await;
@@ -120,19 +139,7 @@ async fn kill_run(mutant: Option<&str>) -> Measured {
         dir.path().join("written"),
     );
     let mutant = mutant.map_or(String::new(), |m| format!("mutant = \"{m}\"\n"));
-    let pipeline = dir.path().join("pipeline.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[jetstream]\nurl = \"{}\"\nstream = \"ORDERS\"\ndurable = \"sink\"\n\
-             ack_wait_ms = 1000\nlease_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
-             [sink]\nkind = \"stdout\"\n\
-             [chaos]\nwritten_file = \"{}\"\nhold_after_write_ms = 800\n{mutant}",
-            server.url,
-            written.display()
-        ),
-    )
-    .unwrap();
+    let pipeline = pipeline_file(dir.path(), &server.url, 800, &mutant);
 
     // The line count of the destination at each kill: what each life printed.
     let mut marks = vec![0];
@@ -261,19 +268,7 @@ async fn a_standby_consumes_nothing_until_the_holder_dies_then_takes_over() {
     let server = nats_server().await;
     let js = orders(&server).await;
     let dir = tempfile::tempdir().unwrap();
-    let pipeline = dir.path().join("pipeline.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[jetstream]\nurl = \"{}\"\nstream = \"ORDERS\"\ndurable = \"sink\"\n\
-             ack_wait_ms = 1000\nlease_ms = 1000\n[batch]\nmax_records = 40\nlinger_ms = 50\n\
-             [sink]\nkind = \"stdout\"\n\
-             [chaos]\nwritten_file = \"{}\"\nhold_after_write_ms = 200\n",
-            server.url,
-            dir.path().join("written").display()
-        ),
-    )
-    .unwrap();
+    let pipeline = pipeline_file(dir.path(), &server.url, 200, "");
     let file = |name: &str| dir.path().join(name);
     let mut holder = spawn(&pipeline, &file("a.jsonl"), &file("a.log"));
     let started = Instant::now();
