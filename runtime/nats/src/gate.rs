@@ -36,6 +36,8 @@ pub(crate) struct Gate {
     waiting: Arc<Mutex<BTreeMap<u64, jetstream::Message>>>,
     /// Since when messages wait, and whether that wait was logged.
     since: Arc<Mutex<(Option<Instant>, bool)>>,
+    /// When the server's count was last asked for.
+    last_check: Arc<Mutex<Option<Instant>>>,
 }
 
 /// Whether what this process holds covers every message the server counts as delivered and
@@ -62,6 +64,16 @@ impl Gate {
     /// Whether none waits.
     pub(crate) fn is_empty(&self) -> bool {
         lock(&self.waiting).is_empty()
+    }
+
+    /// Notes that the server's count is being asked for now.
+    pub(crate) fn checked(&self) {
+        *lock(&self.last_check) = Some(Instant::now());
+    }
+
+    /// Whether messages wait and the count was last asked for [`CHECK_EVERY`] ago or more.
+    pub(crate) fn check_due(&self) -> bool {
+        !self.is_empty() && lock(&self.last_check).is_none_or(|t| t.elapsed() >= CHECK_EVERY)
     }
 
     /// Whether messages have waited longer than `after`, the first time it is asked in this

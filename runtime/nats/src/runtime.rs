@@ -444,6 +444,7 @@ impl Reader {
         if gate.is_empty() {
             return Ok(());
         }
+        gate.checked();
         if !self.lease.valid() {
             if gate.first_long_wait(self.ack_wait / 10) {
                 warn!(
@@ -657,7 +658,6 @@ pub async fn run(
     let probes = pipeline.metrics.clone().unwrap_or_default();
     let lag_every = Duration::from_millis(probes.lag_interval_ms.max(1));
     let (mut last_progress, mut last_lag) = (Instant::now(), Instant::now());
-    let mut last_check = Instant::now();
     let ended = loop {
         health.turned();
         let paused = pending.get(&tp).is_some_and(|p| p.paused);
@@ -672,11 +672,10 @@ pub async fn run(
             message = pulled.next(), if !paused => match message {
                 Some(Ok(m)) => {
                     reader.park(m, &gate);
-                    if gate.len() >= per_request {
-                        last_check = Instant::now();
-                        if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
-                            break Some(exit);
-                        }
+                    if gate.len() >= per_request
+                        && let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await
+                    {
+                        break Some(exit);
                     }
                 }
                 Some(Err(e)) => {
@@ -684,7 +683,6 @@ pub async fn run(
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 None => {
-                    last_check = Instant::now();
                     if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
                         break Some(exit);
                     }
@@ -698,11 +696,10 @@ pub async fn run(
                 }
             },
             _ = tick.tick() => {
-                if !gate.is_empty() && last_check.elapsed() >= gate::CHECK_EVERY {
-                    last_check = Instant::now();
-                    if let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await {
-                        break Some(exit);
-                    }
+                if gate.check_due()
+                    && let Err(exit) = reader.release(&mut consumer, (&mut pulled, &gate), (&mut pending, &mut meters), (&kit, &batch), &mut failed).await
+                {
+                    break Some(exit);
                 }
                 let due = pending
                     .get(&tp)
