@@ -2,20 +2,21 @@
 //! would become a duplicate (or a record would vanish), naming what the table is and what to
 //! change.
 
+use pico_sink::identity::columns;
 use pico_sink::{MappedColumn, SinkError};
 
-/// The columns the sink writes, with the types it creates them with.
+/// The columns the sink writes ([`columns::RECORD`]), with the types it creates them with.
 pub(crate) const COLUMNS: [(&str, &str); 7] = [
-    ("pico_topic", "String"),
-    ("pico_partition", "UInt32"),
-    ("pico_offset", "UInt64"),
-    ("key", "String"),
-    ("value", "String"),
-    ("headers", "String"),
-    ("ts", "Nullable(Int64)"),
+    (columns::TOPIC, "String"),
+    (columns::PARTITION, "UInt32"),
+    (columns::OFFSET, "UInt64"),
+    (columns::RECORD_KEY, "String"),
+    (columns::VALUE, "String"),
+    (columns::HEADERS, "String"),
+    (columns::TIMESTAMP, "Nullable(Int64)"),
 ];
 
-/// The sorting key replays collapse on: one row per identity.
+/// The sorting key replays collapse on: one row per identity ([`columns::KEY`]).
 pub(crate) const SORTING_KEY: &str = "pico_topic, pico_partition, pico_offset";
 
 /// `table`'s missing columns as the `ALTER TABLE` that adds them, or `None` when none is
@@ -103,6 +104,13 @@ fn normalise(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_columns_are_the_shared_schema() {
+        assert_eq!(SORTING_KEY, columns::KEY.join(", "));
+        let names: Vec<&str> = COLUMNS.iter().map(|(c, _)| *c).collect();
+        assert_eq!(names, columns::RECORD);
+    }
 
     #[test]
     fn only_a_replacing_table_on_the_identity_is_taken() {

@@ -153,7 +153,7 @@ impl ClickHouseSink {
             client = client.with_user(user).with_password(password.expose());
         }
         let at = pico_sink::url_origin(&config.url);
-        Ok(Self::build(client, at, config))
+        Self::build(client, at, config)
     }
 
     /// Uses a client the caller already has (its URL, credentials, compression and settings),
@@ -181,16 +181,21 @@ impl ClickHouseSink {
             )?;
         }
         let at = "the server of the client given to with_client".to_owned();
-        Ok(Self::build(client, at, config))
+        Self::build(client, at, config)
     }
 
-    fn build(client: clickhouse::Client, at: String, config: ClickHouseSinkConfig) -> Self {
-        Self {
+    fn build(
+        client: clickhouse::Client,
+        at: String,
+        config: ClickHouseSinkConfig,
+    ) -> Result<Self, SinkError> {
+        pico_sink::check_mapped_columns(&config.mapped_columns)?;
+        Ok(Self {
             config,
             client: client.with_validation(false),
             at,
             server: OnceCell::new(),
-        }
+        })
     }
 
     /// A client error onto the contract, naming the request and the server.
@@ -552,6 +557,29 @@ impl Sink for ClickHouseSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mapped_column_on_a_column_of_the_sinks_is_refused_with_what_to_rename() {
+        let mut config = ClickHouseSinkConfig::new("http://localhost:8123", "d", "t");
+        config.mapped_columns.push(pico_sink::MappedColumn {
+            column: "ts".into(),
+            field: "/when".into(),
+            sql_type: "Int64".into(),
+        });
+        let err = ClickHouseSink::new(config.clone())
+            .err()
+            .expect("a mapped column called ts is refused");
+        assert!(
+            err.is_fatal() && err.to_string().contains("\"ts\" collides"),
+            "{err}"
+        );
+        let client = clickhouse::Client::default();
+        let given = ClickHouseSinkConfig {
+            mapped_columns: config.mapped_columns,
+            ..ClickHouseSinkConfig::for_table("d", "t")
+        };
+        assert!(ClickHouseSink::with_client(client, given).is_err());
+    }
 
     #[test]
     fn exception_codes_are_read_from_the_text() {

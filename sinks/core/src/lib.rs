@@ -46,7 +46,7 @@ pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, Retry
 pub use envelope::{Envelope, EnvelopeError, EnvelopeHeader, Payload};
 pub use error::{DeadLetter, ErrorSource, RejectedRecord, SinkError, convert_records, error_chain};
 pub use isolate::{Attempt, Isolator};
-pub use mapping::{MappedColumn, extract_mapped};
+pub use mapping::{MappedColumn, check_mapped_columns, extract_mapped};
 pub use own_client::refuse_unused_setting;
 pub use pico_identity as identity;
 pub use policy::CommitPolicy;

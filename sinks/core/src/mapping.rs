@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::SinkError;
+
 /// One payload field written to its own column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MappedColumn {
@@ -41,9 +43,53 @@ pub fn extract_mapped(
         .collect())
 }
 
+/// `Fatal`, saying what to rename, when a mapped column takes a name the sink writes itself
+/// ([`pico_identity::columns::check_user_column`]) or the name of another mapped column.
+pub fn check_mapped_columns(columns: &[MappedColumn]) -> Result<(), SinkError> {
+    for (i, c) in columns.iter().enumerate() {
+        pico_identity::columns::check_user_column(&c.column).map_err(SinkError::fatal)?;
+        if columns[..i]
+            .iter()
+            .any(|earlier| earlier.column == c.column)
+        {
+            return Err(SinkError::fatal(format!(
+                "mapped column {:?} is configured twice (fields {:?} and {:?}): give each its \
+                 own column",
+                c.column,
+                columns[..i]
+                    .iter()
+                    .find(|earlier| earlier.column == c.column)
+                    .map_or("", |earlier| earlier.field.as_str()),
+                c.field
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mapped_columns_may_not_take_the_sinks_names_or_each_others() {
+        let named = |column: &str, field: &str| MappedColumn {
+            column: column.into(),
+            field: field.into(),
+            sql_type: "text".into(),
+        };
+        assert!(check_mapped_columns(&[named("a", "/a"), named("b", "/b")]).is_ok());
+        let err = check_mapped_columns(&[named("ts", "/t")]).unwrap_err();
+        assert!(
+            err.is_fatal() && err.to_string().contains("\"ts\" collides"),
+            "{err}"
+        );
+        let err = check_mapped_columns(&[named("a", "/a"), named("a", "/b")]).unwrap_err();
+        assert!(
+            err.is_fatal() && err.to_string().contains("\"/a\" and \"/b\""),
+            "{err}"
+        );
+    }
 
     fn col(field: &str) -> MappedColumn {
         MappedColumn {

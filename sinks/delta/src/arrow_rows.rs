@@ -6,35 +6,35 @@ use deltalake::arrow::array::{ArrayRef, BinaryArray, Int64Array, StringArray};
 use deltalake::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::kernel::{DataType as DeltaType, PrimitiveType, StructField};
-use pico_sink::identity::Scope;
+use pico_sink::identity::{Scope, columns};
 use pico_sink::{EnvelopeHeader, Record};
 
-/// The Delta columns.
+/// The Delta columns: the shared schema ([`columns::RECORD`]).
 pub(crate) fn delta_columns() -> Vec<StructField> {
     let col = |name: &str, ty: PrimitiveType, nullable: bool| {
         StructField::new(name, DeltaType::Primitive(ty), nullable)
     };
     vec![
-        col("pico_topic", PrimitiveType::String, false),
-        col("pico_partition", PrimitiveType::Long, false),
-        col("pico_offset", PrimitiveType::Long, false),
-        col("key", PrimitiveType::Binary, true),
-        col("value", PrimitiveType::Binary, true),
-        col("headers", PrimitiveType::String, true),
-        col("ts", PrimitiveType::Long, true),
+        col(columns::TOPIC, PrimitiveType::String, false),
+        col(columns::PARTITION, PrimitiveType::Long, false),
+        col(columns::OFFSET, PrimitiveType::Long, false),
+        col(columns::RECORD_KEY, PrimitiveType::Binary, true),
+        col(columns::VALUE, PrimitiveType::Binary, true),
+        col(columns::HEADERS, PrimitiveType::String, true),
+        col(columns::TIMESTAMP, PrimitiveType::Long, true),
     ]
 }
 
 /// The Arrow schema matching [`delta_columns`].
 pub(crate) fn arrow_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
-        Field::new("pico_topic", DataType::Utf8, false),
-        Field::new("pico_partition", DataType::Int64, false),
-        Field::new("pico_offset", DataType::Int64, false),
-        Field::new("key", DataType::Binary, true),
-        Field::new("value", DataType::Binary, true),
-        Field::new("headers", DataType::Utf8, true),
-        Field::new("ts", DataType::Int64, true),
+        Field::new(columns::TOPIC, DataType::Utf8, false),
+        Field::new(columns::PARTITION, DataType::Int64, false),
+        Field::new(columns::OFFSET, DataType::Int64, false),
+        Field::new(columns::RECORD_KEY, DataType::Binary, true),
+        Field::new(columns::VALUE, DataType::Binary, true),
+        Field::new(columns::HEADERS, DataType::Utf8, true),
+        Field::new(columns::TIMESTAMP, DataType::Int64, true),
     ]))
 }
 

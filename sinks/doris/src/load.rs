@@ -1,6 +1,6 @@
 //! The Stream Load body (JSON lines, one row per record) and what an answer means.
 
-use pico_sink::identity::Scope;
+use pico_sink::identity::{Scope, columns};
 use pico_sink::{EnvelopeHeader, Record};
 use serde::Deserialize;
 use serde_json::json;
@@ -17,14 +17,14 @@ pub(crate) fn row(scope: &Scope, record: &Record) -> Result<String, String> {
     let key = record.key.as_deref().map(|k| text(k, "key")).transpose()?;
     let headers = EnvelopeHeader::json_text(&record.headers);
     let row = json!({
-        "pico_topic": scope.qualified_topic(&record.id.topic),
-        "pico_partition": record.id.partition,
+        columns::TOPIC: scope.qualified_topic(&record.id.topic),
+        columns::PARTITION: record.id.partition,
         // As text: LARGEINT takes the whole u64 range, JSON numbers above i64 may not.
-        "pico_offset": record.id.offset.to_string(),
-        "record_key": key,
-        "value": value,
-        "headers": headers,
-        "timestamp_ms": record.timestamp_ms,
+        columns::OFFSET: record.id.offset.to_string(),
+        columns::RECORD_KEY: key,
+        columns::VALUE: value,
+        columns::HEADERS: headers,
+        columns::TIMESTAMP: record.timestamp_ms,
     });
     Ok(row.to_string())
 }
@@ -118,7 +118,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["pico_offset"], u64::MAX.to_string());
         assert_eq!(v["value"], r#"{"a":1}"#);
-        assert_eq!(v["record_key"], "k");
+        assert_eq!(v["key"], "k");
         assert!(v["headers"].is_null());
         let binary = Record::new(RecordId::new("orders", 1, 2), vec![0xff, 0xfe]);
         assert!(

@@ -31,10 +31,10 @@ pub(crate) fn create_table(database: &str, table: &str, replication: Option<u8>)
          `pico_topic` VARCHAR(1024) NOT NULL, \
          `pico_partition` INT NOT NULL, \
          `pico_offset` LARGEINT NOT NULL, \
-         `record_key` STRING NULL, \
+         `key` STRING NULL, \
          `value` STRING NOT NULL, \
          `headers` STRING NULL, \
-         `timestamp_ms` BIGINT NULL\
+         `ts` BIGINT NULL\
          ) UNIQUE KEY(`pico_topic`, `pico_partition`, `pico_offset`) \
          DISTRIBUTED BY HASH(`pico_topic`, `pico_partition`) BUCKETS AUTO \
          PROPERTIES ({})",

@@ -42,7 +42,7 @@
 //! on the local filesystem; with `s3`, `sqlite_catalog_s3` puts the warehouse on S3 through
 //! OpenDAL. The table is
 //! created when missing with the columns `pico_topic`, `pico_partition`, `pico_offset`,
-//! `key`, `value` (binary: any payload), `headers` (JSON text), `timestamp_ms`; offsets above
+//! `key`, `value` (binary: any payload), `headers` (JSON text), `ts` (milliseconds); offsets above
 //! `i64::MAX` are rejected (Iceberg `long`).
 
 mod catalog;

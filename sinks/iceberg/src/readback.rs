@@ -5,6 +5,7 @@ use futures_util::TryStreamExt;
 use iceberg::Catalog;
 use iceberg::TableIdent;
 use iceberg::scan::TableScan;
+use pico_sink::identity::columns;
 
 /// One stored row: identity and value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,10 +100,10 @@ pub async fn read_table(
         .map_err(|e| format!("scan: {e}"))?;
     let mut rows = Vec::new();
     for batch in &batches {
-        let topics = column::<StringArray>(batch, "pico_topic")?;
-        let partitions = column::<Int64Array>(batch, "pico_partition")?;
-        let offsets = column::<Int64Array>(batch, "pico_offset")?;
-        let values = column::<LargeBinaryArray>(batch, "value")?;
+        let topics = column::<StringArray>(batch, columns::TOPIC)?;
+        let partitions = column::<Int64Array>(batch, columns::PARTITION)?;
+        let offsets = column::<Int64Array>(batch, columns::OFFSET)?;
+        let values = column::<LargeBinaryArray>(batch, columns::VALUE)?;
         for i in 0..batch.num_rows() {
             rows.push(StoredRow {
                 topic: topics.value(i).to_owned(),

@@ -7,16 +7,9 @@ use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use pico_sink::identity::Scope;
 use pico_sink::{EnvelopeHeader, Record};
 
-/// Column names, in schema order.
-pub const COLUMNS: [&str; 7] = [
-    "pico_topic",
-    "pico_partition",
-    "pico_offset",
-    "key",
-    "value",
-    "headers",
-    "timestamp_ms",
-];
+/// Column names, in schema order: the shared schema ([`pico_sink::identity::columns::RECORD`]);
+/// `ts` holds milliseconds since the Unix epoch.
+pub const COLUMNS: [&str; 7] = pico_sink::identity::columns::RECORD;
 
 /// The schema of a table the sink creates.
 pub fn table_schema() -> iceberg::Result<Schema> {
