@@ -89,6 +89,29 @@ async fn misconfiguration_is_fatal_and_says_what_to_change() {
     pg.stop().await.unwrap();
 }
 
+/// One reserved-name check for both sinks (Redshift took these names until the shared
+/// skeleton, and its CREATE TABLE then failed on the second column of the name).
+#[test]
+fn both_sinks_refuse_a_mapped_column_on_a_column_of_their_own() {
+    let column = |name: &str| MappedColumn {
+        column: name.into(),
+        field: "/a".into(),
+        sql_type: "bigint".into(),
+    };
+    for name in ["ts", "value", "pico_digest", "pico_stage"] {
+        let mut pg = PostgresSinkConfig::new("postgres://localhost/d", "t");
+        pg.mapped_columns.push(column(name));
+        let mut rs = RedshiftSinkConfig::new("postgres://localhost/d", "t");
+        rs.mapped_columns.push(column(name));
+        for msg in [
+            fatal_message(PostgresSink::new(pg).map(|_| ())),
+            fatal_message(RedshiftSink::new(rs).map(|_| ())),
+        ] {
+            assert!(msg.contains(&format!("{name:?} collides")), "{msg}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn copy_and_unnest_paths_store_the_same_rows() {
     let Some(pg) = server().await else { return };

@@ -2,6 +2,7 @@
 
 use pico_pg_common::{Failure, NameUse, classify, quote_ident, quote_literal};
 use pico_sink::SinkError;
+use pico_sink::identity::columns;
 use tokio_postgres::Client;
 
 use crate::config::PostgresSinkConfig;
@@ -21,16 +22,16 @@ fn expected_columns(config: &PostgresSinkConfig) -> Vec<Expected<'_>> {
         ddl: udt,
     };
     let mut cols = vec![
-        fixed("pico_topic", "text"),
-        fixed("pico_partition", "int4"),
-        fixed("pico_offset", "int8"),
-        fixed("key", "bytea"),
-        fixed("headers", "jsonb"),
-        fixed("ts", "timestamptz"),
+        fixed(columns::TOPIC, "text"),
+        fixed(columns::PARTITION, "int4"),
+        fixed(columns::OFFSET, "int8"),
+        fixed(columns::RECORD_KEY, "bytea"),
     ];
     if config.keep_value {
-        cols.push(fixed("value", config.value_column.sql_type()));
+        cols.push(fixed(columns::VALUE, config.value_column.sql_type()));
     }
+    cols.push(fixed(columns::HEADERS, "jsonb"));
+    cols.push(fixed(columns::TIMESTAMP, "timestamptz"));
     for m in &config.mapped_columns {
         cols.push(Expected {
             name: m.column.as_str(),
@@ -41,24 +42,22 @@ fn expected_columns(config: &PostgresSinkConfig) -> Vec<Expected<'_>> {
     cols
 }
 
-/// `CREATE TABLE` for the configuration.
+/// `CREATE TABLE` for the configuration: the columns it writes, then `pico_digest`, keyed on
+/// the identity.
 pub(crate) fn create_table_sql(config: &PostgresSinkConfig) -> String {
-    let mut cols = vec![
-        "pico_topic text NOT NULL".to_owned(),
-        "pico_partition int NOT NULL".to_owned(),
-        "pico_offset bigint NOT NULL".to_owned(),
-        "key bytea".to_owned(),
-    ];
-    if config.keep_value {
-        cols.push(format!("value {}", config.value_column.sql_type()));
-    }
-    cols.push("headers jsonb".into());
-    cols.push("ts timestamptz".into());
-    for m in &config.mapped_columns {
-        cols.push(format!("{} {}", quote_ident(&m.column), m.sql_type));
-    }
-    cols.push("pico_digest bigint".into());
-    cols.push("PRIMARY KEY (pico_topic, pico_partition, pico_offset)".into());
+    let mut cols: Vec<String> = expected_columns(config)
+        .iter()
+        .map(|c| {
+            let not_null = if columns::KEY.contains(&c.name) {
+                " NOT NULL"
+            } else {
+                ""
+            };
+            format!("{} {}{not_null}", quote_ident(c.name), c.ddl)
+        })
+        .collect();
+    cols.push(format!("{} int8", columns::DIGEST));
+    cols.push(format!("PRIMARY KEY ({})", columns::KEY.join(", ")));
     format!(
         "CREATE TABLE IF NOT EXISTS {} ({})",
         config.table,
@@ -116,7 +115,7 @@ fn shape_problems(
                         "bytea" => Some("Bytea"),
                         _ => None,
                     };
-                    if let (true, Some(variant)) = (col.name == "value", setting) {
+                    if let (true, Some(variant)) = (col.name == columns::VALUE, setting) {
                         fixes.push(format!(
                             "set value_column = \"{actual}\" (ValueColumn::{variant}) to write the table's value column as it is;"
                         ));
@@ -179,8 +178,9 @@ pub(crate) async fn ensure_table(
                  AND i.indexprs IS NULL AND i.indnatts = 3 \
                  AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a \
                       WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) \
-                     = ARRAY['pico_offset', 'pico_partition', 'pico_topic']",
-                quote_literal(&config.table.to_string())
+                     = ARRAY[{}]",
+                quote_literal(&config.table.to_string()),
+                sorted_key_literals()
             ),
             &[],
         )
@@ -189,12 +189,21 @@ pub(crate) async fn ensure_table(
         .get(0);
     if unique == 0 {
         return Err(SinkError::fatal(format!(
-            "table {t} has no unique key on (pico_topic, pico_partition, pico_offset), which ON CONFLICT needs: \
-             ALTER TABLE {t} ADD PRIMARY KEY (pico_topic, pico_partition, pico_offset)",
-            t = config.table
+            "table {t} has no unique key on ({k}), which ON CONFLICT needs: \
+             ALTER TABLE {t} ADD PRIMARY KEY ({k})",
+            t = config.table,
+            k = columns::KEY.join(", ")
         )));
     }
     Ok(existing
         .iter()
-        .any(|(n, udt)| n == "pico_digest" && udt == "int8"))
+        .any(|(n, udt)| n == columns::DIGEST && udt == "int8"))
+}
+
+/// The key columns as SQL literals in name order, as `array_agg(… ORDER BY attname)` lists
+/// them.
+fn sorted_key_literals() -> String {
+    let mut key = columns::KEY;
+    key.sort_unstable();
+    key.map(quote_literal).join(", ")
 }

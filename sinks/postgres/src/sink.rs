@@ -1,16 +1,12 @@
-//! [`PostgresSink`].
+//! [`PostgresSink`]: the PostgreSQL [`Dialect`] of the shared [`TableSink`].
 
 use async_trait::async_trait;
-use pico_pg_common::{
-    ConflictAction, Connections, Pool, Probe, changed_in, probe_batch, probe_sql, reject_changed,
-    reject_needs_digest, stored_digests_sql,
-};
-use pico_sink::{Batch, Claim, Description, Outcome, Sink, SinkError, WriteReport};
-use tokio::sync::OnceCell;
-use tracing::debug;
+use pico_pg_common::{ConflictAction, Dialect, Failure, Known, Pool, Settings, TableSink};
+use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
+use tokio_postgres::Client;
 
 use crate::config::PostgresSinkConfig;
-use crate::rows::prepare;
+use crate::rows::{Row, prepare};
 use crate::schema::ensure_table;
 use crate::write::{Statements, write_rows};
 
@@ -19,39 +15,12 @@ use crate::write::{Statements, write_rows};
 /// One instance serves every partition of a process: each batch in flight uses one pooled
 /// connection, so batches of different partitions are written concurrently up to the pool's
 /// size. Build it on the process's own pool with [`PostgresSink::with_pool`].
-pub struct PostgresSink {
-    config: PostgresSinkConfig,
-    connections: Connections,
-    table: OnceCell<Table>,
-}
-
-/// What `open` learned about the table, and the statements for it.
-struct Table {
-    statements: Statements,
-    /// `pico_digest` exists: replays are answered by one probe.
-    digest: bool,
-    probe: String,
-    /// Reads the stored digests of a range (tables with `pico_digest`).
-    stored: Option<String>,
-}
-
-/// Columns the sink writes itself; a mapped column may not take one of these names.
-const RESERVED: [&str; 7] = [
-    "pico_topic",
-    "pico_partition",
-    "pico_offset",
-    "key",
-    "value",
-    "headers",
-    "ts",
-];
+pub struct PostgresSink(TableSink<Postgres>);
 
 impl PostgresSink {
     /// Checks the configuration and builds a pool of `connection.pool_size` (no connection yet).
     pub fn new(config: PostgresSinkConfig) -> Result<Self, SinkError> {
-        check(&config)?;
-        let connections = Connections::from_config(&config.connection)?;
-        Ok(Self::build(connections, config))
+        TableSink::new(config).map(Self)
     }
 
     /// Writes through a pool the caller already has (shared with the rest of the process), built
@@ -59,134 +28,91 @@ impl PostgresSink {
     /// configuration comes from [`PostgresSinkConfig::for_table`]: a connection URL in it would
     /// not be used, and is refused. The same checks as [`PostgresSink::new`].
     pub fn with_pool(pool: Pool, config: PostgresSinkConfig) -> Result<Self, SinkError> {
-        check(&config)?;
-        let connections = Connections::given(
-            pool,
-            &config.connection,
-            "PostgresSink::with_pool",
-            "PostgresSinkConfig::for_table(table)",
-        )?;
-        Ok(Self::build(connections, config))
-    }
-
-    fn build(connections: Connections, config: PostgresSinkConfig) -> Self {
-        Self {
-            config,
-            connections,
-            table: OnceCell::new(),
-        }
+        TableSink::with_pool(pool, config).map(Self)
     }
 
     /// The configuration.
     pub fn config(&self) -> &PostgresSinkConfig {
-        &self.config
+        self.0.config()
     }
 
     /// The pool the sink writes through.
     pub fn pool(&self) -> &Pool {
-        self.connections.pool()
+        self.0.pool()
     }
-
-    async fn prepare_table(&self) -> Result<&Table, SinkError> {
-        self.table
-            .get_or_try_init(|| async {
-                let client = self.connections.checkout().await?;
-                let digest = ensure_table(&client, &self.config).await?;
-                client.release();
-                if !digest {
-                    tracing::info!(table = %self.config.table, "no pico_digest column: replays are upserted rather than answered by a probe");
-                }
-                reject_needs_digest(self.config.conflict, digest, &self.config.table)?;
-                let name = self.config.table.to_string();
-                Ok(Table {
-                    statements: Statements::new(&self.config, digest),
-                    digest,
-                    probe: probe_sql(&name),
-                    stored: digest.then(|| stored_digests_sql(&name)),
-                })
-            })
-            .await
-    }
-}
-
-fn check(config: &PostgresSinkConfig) -> Result<(), SinkError> {
-    config.table.check()?;
-    if !config.keep_value && config.mapped_columns.is_empty() {
-        return Err(SinkError::fatal(
-            "keep_value is false and no mapped_columns are set: the sink would store no payload",
-        ));
-    }
-    if let Some(m) = config
-        .mapped_columns
-        .iter()
-        .find(|m| RESERVED.contains(&m.column.as_str()))
-    {
-        return Err(SinkError::fatal(format!(
-            "mapped column {:?} collides with a column the sink writes: rename it",
-            m.column
-        )));
-    }
-    Ok(())
 }
 
 #[async_trait]
 impl Sink for PostgresSink {
     async fn open(&self) -> Result<(), SinkError> {
-        self.prepare_table().await.map(|_| ())
+        self.0.open().await
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
-        let table = self.prepare_table().await?;
-        let mut client = self.connections.checkout().await?;
-        let probe = if table.digest {
-            probe_batch(&client, &table.probe, &self.config.scope, batch).await?
-        } else {
-            Probe::Partial
-        };
-        if probe == Probe::Identical {
-            client.release();
-            debug!(batch = %batch.id(), "the table holds the batch: nothing written");
-            return Ok(WriteReport::already_present(batch.len()).into());
-        }
-        let (mut rows, mut rejected) = prepare(&self.config, batch);
-        let changed = changed_in(
-            &client,
-            table.stored.as_deref(),
-            &self.config.scope,
-            batch,
-            probe,
-        )
-        .await?;
-        if self.config.conflict == ConflictAction::Reject {
-            rejected.extend(reject_changed(&mut rows, |r| r.index, &changed, batch));
-        }
-        let mut report = WriteReport::default();
-        if !rows.is_empty() {
-            let known_empty = probe == Probe::Empty;
-            let (counts, refused) = write_rows(
-                &mut client,
-                &self.config,
-                &table.statements,
-                &rows,
-                batch,
-                known_empty,
-            )
-            .await
-            .map_err(|f| f.into_sink_error())?;
-            report = counts;
-            rejected.extend(refused);
-        }
-        client.release();
-        debug!(batch = %batch.id(), written = report.written, present = report.already_present, rejected = rejected.len(), "batch committed");
-        Ok(Outcome::new(report, rejected).with_changed(changed.len() as u64))
+        self.0.consume(batch).await
     }
 
     async fn close(&self) -> Result<(), SinkError> {
-        self.connections.pool().close();
-        Ok(())
+        self.0.close().await
     }
 
     fn describe(&self) -> Description {
+        self.0.describe()
+    }
+}
+
+/// PostgreSQL: a primary key on the identity, binary COPY for first writes, `ON CONFLICT` for
+/// replays.
+pub(crate) struct Postgres;
+
+#[async_trait]
+impl Dialect for Postgres {
+    type Config = PostgresSinkConfig;
+    type Row = Row;
+    type Statements = Statements;
+
+    const WITH_POOL: &'static str = "PostgresSink::with_pool";
+    const FOR_TABLE: &'static str = "PostgresSinkConfig::for_table(table)";
+
+    fn settings(config: &PostgresSinkConfig) -> Settings<'_> {
+        Settings {
+            connection: &config.connection,
+            table: &config.table,
+            conflict: config.conflict,
+            keep_value: config.keep_value,
+            mapped_columns: &config.mapped_columns,
+            scope: &config.scope,
+        }
+    }
+
+    async fn ensure_table(client: &Client, config: &PostgresSinkConfig) -> Result<bool, SinkError> {
+        ensure_table(client, config).await
+    }
+
+    fn statements(config: &PostgresSinkConfig, digest: bool) -> Statements {
+        Statements::new(config, digest)
+    }
+
+    fn prepare(config: &PostgresSinkConfig, batch: &Batch) -> (Vec<Row>, Vec<RejectedRecord>) {
+        prepare(config, batch)
+    }
+
+    fn position(row: &Row) -> usize {
+        row.index
+    }
+
+    async fn write(
+        client: &mut Client,
+        config: &PostgresSinkConfig,
+        statements: &Statements,
+        rows: &[Row],
+        batch: &Batch,
+        known: Known<'_>,
+    ) -> Result<(WriteReport, Vec<RejectedRecord>), Failure> {
+        write_rows(client, config, statements, rows, batch, known.empty).await
+    }
+
+    fn describe(config: &PostgresSinkConfig) -> Description {
         Description::new(
             "postgres",
             format!(
@@ -195,11 +121,11 @@ impl Sink for PostgresSink {
                  batch: binary COPY straight into the table when no row of the range exists, else \
                  staging (COPY into a temp table from {} records, unnest below) and INSERT … ON \
                  CONFLICT DO {}",
-                self.config.copy_threshold,
-                match self.config.conflict {
-                    pico_pg_common::ConflictAction::Update => "UPDATE (skipping identical rows)",
-                    pico_pg_common::ConflictAction::Nothing => "NOTHING",
-                    pico_pg_common::ConflictAction::Reject => {
+                config.copy_threshold,
+                match config.conflict {
+                    ConflictAction::Update => "UPDATE (skipping identical rows)",
+                    ConflictAction::Nothing => "NOTHING",
+                    ConflictAction::Reject => {
                         "NOTHING, rejecting a record held with another payload"
                     }
                 }

@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::{SinkExt, pin_mut};
 use pico_pg_common::{Failure, classify, json_has_nul, quote_ident};
+use pico_sink::identity::columns;
 use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -77,19 +78,20 @@ pub(crate) struct Statements {
 /// A stored column: name, staging type. `pico_digest` (when the table has it) comes before the
 /// mapped columns, which stay last.
 fn columns(config: &PostgresSinkConfig, digest: bool) -> Vec<(String, String)> {
+    let named = |name: &str, ty: &str| (name.to_owned(), ty.to_owned());
     let mut cols = vec![
-        ("pico_topic".to_owned(), "text".to_owned()),
-        ("pico_partition".to_owned(), "int4".to_owned()),
-        ("pico_offset".to_owned(), "int8".to_owned()),
-        ("key".to_owned(), "bytea".to_owned()),
+        named(columns::TOPIC, "text"),
+        named(columns::PARTITION, "int4"),
+        named(columns::OFFSET, "int8"),
+        named(columns::RECORD_KEY, "bytea"),
     ];
     if config.keep_value {
-        cols.push(("value".into(), config.value_column.sql_type().into()));
+        cols.push(named(columns::VALUE, config.value_column.sql_type()));
     }
-    cols.push(("headers".into(), "jsonb".into()));
-    cols.push(("ts".into(), "timestamptz".into()));
+    cols.push(named(columns::HEADERS, "jsonb"));
+    cols.push(named(columns::TIMESTAMP, "timestamptz"));
     if digest {
-        cols.push(("pico_digest".into(), "int8".into()));
+        cols.push(named(columns::DIGEST, "int8"));
     }
     for m in &config.mapped_columns {
         cols.push((m.column.clone(), "text".into()));

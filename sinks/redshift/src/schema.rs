@@ -2,6 +2,7 @@
 
 use pico_pg_common::{NameUse, classify, quote_ident};
 use pico_sink::SinkError;
+use pico_sink::identity::columns;
 use tokio_postgres::Client;
 
 use crate::config::{Dialect, RedshiftSinkConfig};
@@ -9,21 +10,22 @@ use crate::rows::{TOPIC_MAX, VARCHAR_MAX};
 
 /// `(column, type)` in table order; `pico_digest` (when the table has it) before the mapped
 /// columns.
-pub(crate) fn columns(config: &RedshiftSinkConfig, digest: bool) -> Vec<(String, String)> {
+pub(crate) fn table_columns(config: &RedshiftSinkConfig, digest: bool) -> Vec<(String, String)> {
     let text = format!("VARCHAR({VARCHAR_MAX})");
+    let named = |name: &str, ty: &str| (name.to_owned(), ty.to_owned());
     let mut cols = vec![
-        ("pico_topic".to_owned(), format!("VARCHAR({TOPIC_MAX})")),
-        ("pico_partition".to_owned(), "INTEGER".to_owned()),
-        ("pico_offset".to_owned(), "BIGINT".to_owned()),
-        ("key".to_owned(), text.clone()),
+        named(columns::TOPIC, &format!("VARCHAR({TOPIC_MAX})")),
+        named(columns::PARTITION, "INTEGER"),
+        named(columns::OFFSET, "BIGINT"),
+        named(columns::RECORD_KEY, &text),
     ];
     if config.keep_value {
-        cols.push(("value".into(), text.clone()));
+        cols.push(named(columns::VALUE, &text));
     }
-    cols.push(("headers".into(), text));
-    cols.push(("ts".into(), "TIMESTAMPTZ".into()));
+    cols.push(named(columns::HEADERS, &text));
+    cols.push(named(columns::TIMESTAMP, "TIMESTAMPTZ"));
     if digest {
-        cols.push(("pico_digest".into(), "BIGINT".into()));
+        cols.push(named(columns::DIGEST, "BIGINT"));
     }
     for m in &config.mapped_columns {
         cols.push((m.column.clone(), m.sql_type.clone()));
@@ -32,15 +34,18 @@ pub(crate) fn columns(config: &RedshiftSinkConfig, digest: bool) -> Vec<(String,
 }
 
 fn create_table_sql(config: &RedshiftSinkConfig) -> String {
-    let mut defs: Vec<String> = columns(config, true)
+    let mut defs: Vec<String> = table_columns(config, true)
         .iter()
-        .enumerate()
-        .map(|(i, (n, t))| {
-            let not_null = if i < 3 { " NOT NULL" } else { "" };
+        .map(|(n, t)| {
+            let not_null = if columns::KEY.contains(&n.as_str()) {
+                " NOT NULL"
+            } else {
+                ""
+            };
             format!("{} {t}{not_null}", quote_ident(n))
         })
         .collect();
-    let key = "pico_topic, pico_partition, pico_offset";
+    let key = columns::KEY.join(", ");
     match config.dialect {
         Dialect::Redshift => {
             // Informational only: Redshift does not enforce it.
@@ -100,12 +105,12 @@ pub(crate) async fn ensure_table(
             return Err(classify(e, "creating the table").into_sink_error());
         }
     }
-    let missing: Vec<(String, String)> = columns(config, false)
+    let missing: Vec<(String, String)> = table_columns(config, false)
         .into_iter()
         .filter(|(n, _)| !have.contains(n))
         .collect();
     if missing.is_empty() {
-        Ok(have.iter().any(|n| n == "pico_digest"))
+        Ok(have.iter().any(|n| n == columns::DIGEST))
     } else {
         let t = &config.table;
         let names: Vec<&str> = missing.iter().map(|(n, _)| n.as_str()).collect();

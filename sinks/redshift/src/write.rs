@@ -3,13 +3,14 @@
 use std::time::SystemTime;
 
 use pico_pg_common::{ConflictAction, Failure, classify, quote_ident};
+use pico_sink::identity::columns;
 use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
 use crate::config::{RedshiftSinkConfig, UpsertStrategy};
 use crate::rows::Row;
-use crate::schema::columns;
+use crate::schema::table_columns;
 
 /// Parameters per staging INSERT, under Redshift's limit of 32767.
 const MAX_PARAMS: usize = 32_000;
@@ -42,12 +43,12 @@ pub(crate) struct Statements {
 
 impl Statements {
     pub(crate) fn new(config: &RedshiftSinkConfig, digest: bool) -> Self {
-        let cols = columns(config, digest);
+        let cols = table_columns(config, digest);
         let names: Vec<String> = cols.iter().map(|(n, _)| quote_ident(n)).collect();
         let list = names.join(", ");
         let t = config.table.to_string();
         let on = |a: &str, b: &str| {
-            ["pico_topic", "pico_partition", "pico_offset"]
+            columns::KEY
                 .iter()
                 .map(|k| format!("{a}.{k} = {b}.{k}"))
                 .collect::<Vec<_>>()
@@ -98,7 +99,7 @@ impl Statements {
                 .enumerate()
                 .map(|(i, (name, ty))| match (i, name.as_str(), ty.as_str()) {
                     (1, _, _) => Param::Typed("int4"),
-                    (2, _, _) | (_, "pico_digest", _) => Param::Typed("int8"),
+                    (2, _, _) | (_, columns::DIGEST, _) => Param::Typed("int8"),
                     (_, _, "TIMESTAMPTZ") => Param::Typed("timestamptz"),
                     _ => Param::FromText(ty.clone()),
                 })
