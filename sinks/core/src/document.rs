@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use pico_identity::Scope;
+use pico_identity::{Scope, columns};
 use serde_json::value::RawValue;
 
 use crate::envelope::Envelope;
@@ -28,7 +28,7 @@ pub enum DocumentShape {
 }
 
 /// The fields this crate writes next to a merged payload; a payload may not carry them.
-pub const RESERVED_PREFIX: &str = "pico_";
+pub const RESERVED_PREFIX: &str = columns::RESERVED_PREFIX;
 
 /// The JSON text of `record` as a document of `shape`, with `extra` fields added (a sink's own
 /// key field, `@timestamp`, ...). `Err` says why the record cannot become a document.
@@ -61,10 +61,10 @@ pub fn document_json(
             let mut fields = payload;
             let id = &record.id;
             let identity = [
-                ("pico_id", raw(&scope.record_text(id))?),
-                ("pico_topic", raw(&scope.qualified_topic(&id.topic))?),
-                ("pico_partition", raw(&id.partition)?),
-                ("pico_offset", raw(&id.offset)?),
+                (columns::ID, raw(&scope.record_text(id))?),
+                (columns::TOPIC, raw(&scope.qualified_topic(&id.topic))?),
+                (columns::PARTITION, raw(&id.partition)?),
+                (columns::OFFSET, raw(&id.offset)?),
             ];
             for (name, value) in identity {
                 fields.insert(name.to_owned(), value);

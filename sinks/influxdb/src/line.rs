@@ -1,19 +1,19 @@
 //! Records to line protocol points whose identity is the record's.
 
 use pico_sink::Record;
-use pico_sink::identity::Scope;
+use pico_sink::identity::{Scope, columns};
 
 use crate::config::{PointMapping, TimestampPolicy};
 
 /// Tag holding the namespace-qualified topic.
-pub const TOPIC_TAG: &str = "pico_topic";
+pub const TOPIC_TAG: &str = columns::TOPIC;
 /// Tag holding the partition.
-pub const PARTITION_TAG: &str = "pico_partition";
+pub const PARTITION_TAG: &str = columns::PARTITION;
 /// Integer field holding the offset.
-pub const OFFSET_FIELD: &str = "pico_offset";
+pub const OFFSET_FIELD: &str = columns::OFFSET;
 /// Integer field holding 31 bits of the record's content digest (so that a sum over a batch
 /// fits an InfluxDB integer), for the replay probe.
-pub const DIGEST_FIELD: &str = "pico_digest";
+pub const DIGEST_FIELD: &str = columns::DIGEST;
 
 /// The value of [`DIGEST_FIELD`] for a record.
 pub fn digest31(record: &Record) -> i64 {

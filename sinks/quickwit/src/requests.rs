@@ -1,5 +1,6 @@
 //! Request bodies for Quickwit and the parts of its answers the sink reads.
 
+use pico_sink::identity::columns;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,11 +33,11 @@ pub(crate) fn index_config(index: &str, commit_timeout_secs: u32) -> Value {
         "doc_mapping": {
             "mode": "dynamic",
             "field_mappings": [
-                {"name": "pico_id", "type": "text", "tokenizer": "raw"},
-                {"name": "pico_topic", "type": "text", "tokenizer": "raw", "fast": true},
+                {"name": columns::ID, "type": "text", "tokenizer": "raw"},
+                {"name": columns::TOPIC, "type": "text", "tokenizer": "raw", "fast": true},
                 {"name": PARTITION_KEY, "type": "text", "tokenizer": "raw", "fast": true},
-                {"name": "pico_partition", "type": "u64", "fast": true},
-                {"name": "pico_offset", "type": "u64", "fast": true}
+                {"name": columns::PARTITION, "type": "u64", "fast": true},
+                {"name": columns::OFFSET, "type": "u64", "fast": true}
             ]
         },
         "indexing_settings": {"commit_timeout_secs": commit_timeout_secs}
@@ -54,7 +55,7 @@ pub(crate) fn watermark_query(partition_key: &str) -> Value {
     json!({
         "size": 1,
         "query": {"bool": {"filter": partition_filter(partition_key)}},
-        "sort": [{"pico_offset": {"order": "desc"}}]
+        "sort": [{columns::OFFSET: {"order": "desc"}}]
     })
 }
 
@@ -63,11 +64,11 @@ pub(crate) fn watermark_query(partition_key: &str) -> Value {
 /// offsets as a page of hits would.
 pub(crate) fn offsets_query(partition_key: &str, first: u64, last: u64, buckets: usize) -> Value {
     let mut filter = partition_filter(partition_key);
-    filter.push(json!({"range": {"pico_offset": {"gte": first, "lte": last}}}));
+    filter.push(json!({"range": {columns::OFFSET: {"gte": first, "lte": last}}}));
     json!({
         "size": 0,
         "query": {"bool": {"filter": filter}},
-        "aggs": {"offsets": {"terms": {"field": "pico_offset", "size": buckets}}}
+        "aggs": {"offsets": {"terms": {"field": columns::OFFSET, "size": buckets}}}
     })
 }
 
@@ -143,7 +144,7 @@ impl SearchAnswer {
             .iter()
             .map(|h| {
                 h.source
-                    .get("pico_offset")
+                    .get(columns::OFFSET)
                     .and_then(Value::as_u64)
                     .ok_or_else(|| format!("a hit without a numeric pico_offset: {}", h.source))
             })

@@ -15,7 +15,7 @@
 //! client and pass clones to [`SurrealSink::with_client`].
 //!
 //! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `pico_digest`, `key`, `value`,
-//! `headers` and `timestamp_ms`; payloads are stored as `{json: …}`, `{text: …}` or
+//! `headers` and `ts` (milliseconds; the names of `pico_identity::columns`); payloads are stored as `{json: …}`, `{text: …}` or
 //! `{base64: …}` ([`pico_sink::Payload`]). Offsets above `i64::MAX` are rejected with their
 //! offset (SurrealDB integers are signed 64-bit).
 

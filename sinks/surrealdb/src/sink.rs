@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use pico_sink::config::namespace;
-use pico_sink::identity::Scope;
+use pico_sink::identity::{Scope, columns};
 use pico_sink::{
     Batch, CHANGED_REASON, Claim, ConflictAction, Description, EnvelopeHeader, Outcome, Payload,
     RejectedRecord, Secret, Sink, SinkError, WriteReport,
@@ -229,14 +229,14 @@ impl SurrealSink {
             let key = self.config.scope.surreal_key(&r.id);
             let digest = r.content_digest() as i64;
             let content = serde_json::json!({
-                "pico_topic": key.0,
-                "pico_partition": key.1,
-                "pico_offset": offset,
-                "pico_digest": digest,
-                "key": r.key.as_deref().map(Payload::from_bytes),
-                "value": Payload::from_bytes(&r.value),
-                "headers": EnvelopeHeader::all_of(&r.headers),
-                "timestamp_ms": r.timestamp_ms,
+                columns::TOPIC: key.0,
+                columns::PARTITION: key.1,
+                columns::OFFSET: offset,
+                columns::DIGEST: digest,
+                columns::RECORD_KEY: r.key.as_deref().map(Payload::from_bytes),
+                columns::VALUE: Payload::from_bytes(&r.value),
+                columns::HEADERS: EnvelopeHeader::all_of(&r.headers),
+                columns::TIMESTAMP: r.timestamp_ms,
             });
             rows.push(Row {
                 index,
