@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use pico_http_common::{HttpClient, Reply, base_url, exchange};
+use pico_http_common::{Advice, HttpClient, Reply, base_url, exchange};
 use pico_sink::identity::BatchId;
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
@@ -15,6 +15,12 @@ use tracing::{debug, warn};
 use crate::config::DorisSinkConfig;
 use crate::load::{LoadAnswer, LoadOutcome, row};
 use crate::sql;
+
+/// What to change when the server answers with a fatal status of the shared table.
+const ADVICE: Advice = Advice {
+    denied: "check user and password",
+    not_found: "check fe_url / load_url (Doris FE HTTP port, 8030 by default)",
+};
 
 /// Stream Loads batches with a label from the batch identity; see the crate docs.
 pub struct DorisSink {
@@ -109,15 +115,7 @@ impl DorisSink {
     }
 
     fn http_failure(&self, reply: &Reply, what: &str) -> SinkError {
-        match reply.status.as_u16() {
-            401 | 403 => reply.fatal(what, "check user and password"),
-            404 => reply.fatal(
-                what,
-                "check fe_url / load_url (Doris FE HTTP port, 8030 by default)",
-            ),
-            _ if reply.is_transient() => reply.retryable(what),
-            _ => reply.fatal(what, "unexpected answer"),
-        }
+        reply.failure(what, &ADVICE)
     }
 
     /// One Stream Load, following the FE's redirect to a BE by hand.

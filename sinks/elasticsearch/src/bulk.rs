@@ -49,24 +49,6 @@ pub(crate) fn operation(
     Ok(format!("{action}\n{doc}\n"))
 }
 
-/// Ranges of `sizes` whose byte sum stays within `max` (a single larger entry gets its own).
-pub(crate) fn chunks(sizes: &[usize], max: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, size) in sizes.iter().enumerate() {
-        if i > start && bytes + size > max {
-            out.push((start, i));
-            start = i;
-            bytes = 0;
-        }
-        bytes += size;
-    }
-    if start < sizes.len() {
-        out.push((start, sizes.len()));
-    }
-    out
-}
-
 /// What one bulk item came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Item {
@@ -185,13 +167,6 @@ mod tests {
         let text = operation(&config, &record).unwrap();
         assert!(text.starts_with(r#"{"create":"#), "{text}");
         assert!(text.contains(r#""@timestamp":1700000000000"#), "{text}");
-    }
-
-    #[test]
-    fn chunks_respect_the_byte_limit() {
-        assert_eq!(chunks(&[4, 4, 4, 4], 8), vec![(0, 2), (2, 4)]);
-        assert_eq!(chunks(&[20, 1, 1], 8), vec![(0, 1), (1, 3)]);
-        assert_eq!(chunks(&[], 8), Vec::<(usize, usize)>::new());
     }
 
     #[test]

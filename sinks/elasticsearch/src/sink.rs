@@ -1,7 +1,7 @@
 //! [`ElasticsearchSink`].
 
 use async_trait::async_trait;
-use pico_http_common::{HttpClient, Reply, base_url, exchange};
+use pico_http_common::{Advice, HttpClient, Reply, base_url, chunks, exchange};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, RejectedRecord, Scenario, Sink,
     SinkError, WriteReport, convert_records,
@@ -9,8 +9,14 @@ use pico_sink::{
 use reqwest::header::CONTENT_TYPE;
 use tracing::warn;
 
-use crate::bulk::{Item, check_index_name, chunks, items, operation};
+use crate::bulk::{Item, check_index_name, items, operation};
 use crate::config::{ElasticsearchSinkConfig, IndexMode};
+
+/// What to change when the server answers with a fatal status of the shared table.
+const ADVICE: Advice = Advice {
+    denied: "check the credentials (headers) and privileges",
+    not_found: "check the url",
+};
 
 /// Bulk-indexes batches with `_id` from the record identity; see the crate docs.
 pub struct ElasticsearchSink {
@@ -79,10 +85,7 @@ impl ElasticsearchSink {
                 "413: larger than the cluster's http.max_content_length: {}",
                 reply.snippet()
             ))),
-            401 | 403 => Err(reply.fatal(&what, "check the credentials (headers) and privileges")),
-            404 => Err(reply.fatal(&what, "check the url")),
-            _ if reply.is_transient() => Err(reply.retryable(&what)),
-            _ => Err(reply.fatal(&what, "unexpected answer")),
+            _ => Err(reply.failure(&what, &ADVICE)),
         }
     }
 }
@@ -102,8 +105,8 @@ impl Sink for ElasticsearchSink {
         let mut total = WriteReport::default();
         let mut retry: Option<String> = None;
         let sizes: Vec<usize> = ops.iter().map(|(_, op)| op.len()).collect();
-        for (chunk_start, chunk_end) in chunks(&sizes, self.config.max_bulk_bytes) {
-            let chunk = &ops[chunk_start..chunk_end];
+        for range in chunks(&sizes, self.config.max_bulk_bytes, usize::MAX) {
+            let chunk = &ops[range];
             // A 413 splits the chunk in halves down to single records.
             let mut plan = Isolator::new(chunk.len());
             while let Some((start, end)) = plan.next_range() {

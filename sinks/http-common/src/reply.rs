@@ -6,6 +6,8 @@ use pico_sink::{SinkError, error_chain, unhealable_connect_failure};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
+use crate::status::{Advice, StatusClass};
+
 /// A status, headers and the whole body of one answer.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -59,9 +61,25 @@ pub fn send_failure(e: reqwest::Error, what: &str) -> SinkError {
 }
 
 impl Reply {
+    /// The status's class in the shared table.
+    pub fn class(&self) -> StatusClass {
+        StatusClass::of(self.status)
+    }
+
     /// Whether trying again later may succeed: 408, 425, 429 and 5xx.
     pub fn is_transient(&self) -> bool {
-        matches!(self.status.as_u16(), 408 | 425 | 429) || self.status.is_server_error()
+        self.class() == StatusClass::Transient
+    }
+
+    /// This (unsuccessful) answer in the sink contract by the shared table: `Retryable`
+    /// honouring `Retry-After` for the transient statuses, `Fatal` with `advice` for the
+    /// others. A sink gives its API's own statuses their meaning before calling this.
+    pub fn failure(&self, what: &str, advice: &Advice) -> SinkError {
+        match advice.for_class(self.class()) {
+            Some(advice) => self.fatal(what, advice),
+            None if self.is_transient() => self.retryable(what),
+            None => self.fatal(what, "unexpected answer"),
+        }
     }
 
     /// The server's `Retry-After`, if any.
@@ -166,5 +184,41 @@ mod tests {
             reply(200).json::<serde_json::Value>("GET"),
             Err(SinkError::Retryable { .. })
         ));
+    }
+
+    #[test]
+    fn failures_follow_the_table_with_the_sinks_advice() {
+        let advice = Advice {
+            denied: "check the token",
+            not_found: "create the index",
+        };
+        let reply = |code: u16, after: Option<&'static str>| {
+            let mut headers = HeaderMap::new();
+            if let Some(after) = after {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static(after));
+            }
+            Reply {
+                status: StatusCode::from_u16(code).unwrap(),
+                headers,
+                body: "why".into(),
+            }
+        };
+        for code in [408, 425, 429, 503] {
+            let e = reply(code, Some("3")).failure("POST /w", &advice);
+            assert!(e.is_retryable(), "{code}");
+            assert_eq!(e.retry_after(), Some(Duration::from_secs(3)), "{code}");
+        }
+        for (code, says) in [
+            (401, "check the token"),
+            (403, "check the token"),
+            (404, "create the index"),
+            (405, "create the index"),
+            (400, "unexpected answer"),
+            (302, "unexpected answer"),
+        ] {
+            let e = reply(code, None).failure("POST /w", &advice);
+            assert!(e.is_fatal(), "{code}");
+            assert!(e.message().contains(says), "{code}: {}", e.message());
+        }
     }
 }

@@ -1,10 +1,9 @@
 //! [`HttpSink`].
 
 use async_trait::async_trait;
-use pico_http_common::{HttpSettings, base_url, header_map, send_failure};
+use pico_http_common::{HttpClient, HttpSettings, base_url, exchange};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
-    error_chain,
 };
 use reqwest::header::CONTENT_TYPE;
 use tracing::{debug, warn};
@@ -16,8 +15,8 @@ use crate::response::{Answer, classify};
 /// POSTs batches with an `Idempotency-Key`; see the crate docs.
 pub struct HttpSink {
     config: HttpSinkConfig,
-    client: reqwest::Client,
-    headers: reqwest::header::HeaderMap,
+    client: HttpClient,
+    url: reqwest::Url,
 }
 
 impl HttpSink {
@@ -37,11 +36,18 @@ impl HttpSink {
     /// business. A bad URL or header is `Fatal`.
     pub fn with_client(client: reqwest::Client, config: HttpSinkConfig) -> Result<Self, SinkError> {
         base_url(&config.url, "url")?;
-        let headers = header_map(&config.headers)?;
+        let url = reqwest::Url::parse(&config.url)
+            .map_err(|e| SinkError::fatal(format!("url {:?}: {e}", config.url)))?;
+        let settings = HttpSettings {
+            headers: config.headers.clone(),
+            request_timeout: config.request_timeout,
+            connect_timeout: config.connect_timeout,
+        };
+        let client = HttpClient::with_client(client, &settings)?;
         Ok(Self {
             config,
             client,
-            headers,
+            url,
         })
     }
 
@@ -56,28 +62,16 @@ impl HttpSink {
             .map_err(|e| SinkError::fatal(format!("cannot serialize batch {}: {e}", batch.id())))?;
         let request = self
             .client
-            .post(&self.config.url)
-            .headers(self.headers.clone())
+            .post(self.url.clone())
             .header(CONTENT_TYPE, self.config.format.content_type())
-            .header("idempotency-key", &key);
-        let response = request
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| send_failure(e, &format!("POST of batch {}", batch.id())))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        // A response cut off here may follow a commit on the endpoint: retryable, and the
-        // same key makes the retry harmless at a key-honouring endpoint.
-        let text = response.text().await.map_err(|e| {
-            SinkError::retryable(format!(
-                "reading the answer to {key} failed: {}",
-                error_chain(&e)
-            ))
-            .with_source(e)
-        })?;
-        debug!(%status, key, "endpoint answered");
-        Ok(classify(status, &headers, &text, &key))
+            .header("idempotency-key", &key)
+            .body(body);
+        // An answer cut off may follow a commit on the endpoint: retryable, and the same key
+        // makes the retry harmless at a key-honouring endpoint.
+        let what = format!("POST of batch {} (Idempotency-Key {key})", batch.id());
+        let reply = exchange(request, &what).await?;
+        debug!(status = %reply.status, key, "endpoint answered");
+        Ok(classify(&reply, &what, &key))
     }
 }
 
@@ -104,10 +98,7 @@ impl Sink for HttpSink {
                     warn!(batch = %part.id(), reason, "endpoint refused the batch");
                     Attempt::Refused(reason)
                 }
-                Answer::Retry { message, after } => {
-                    return Err(SinkError::retryable(message).with_retry_after(after));
-                }
-                Answer::Fatal { message } => return Err(SinkError::fatal(message)),
+                Answer::Failed(e) => return Err(e),
             };
             plan.record(start, end, attempt);
         }

@@ -1,12 +1,11 @@
 //! [`InfluxSink`].
 
 use async_trait::async_trait;
-use pico_http_common::send_failure;
+use pico_http_common::{Advice, Reply, exchange};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, Record, Scenario, Sink, SinkError,
     WriteReport, convert_records,
 };
-use reqwest::StatusCode;
 use tracing::{debug, warn};
 
 use crate::config::{Api, InfluxSinkConfig, Payload};
@@ -200,35 +199,13 @@ impl InfluxSink {
     }
 
     async fn post(&self, body: String) -> Result<Answer, SinkError> {
-        let response = self
+        let what = format!("POST {}", self.write_url.path());
+        let request = self
             .authorize(self.client.post(self.write_url.clone()))
             .header("Content-Type", "text/plain; charset=utf-8")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| send_failure(e, &format!("POST {}", self.write_url.path())))?;
-        let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| SinkError::retryable("reading the answer").with_source(e))?;
-        let text: String = text.chars().take(300).collect();
-        match status.as_u16() {
-            200..=299 => Ok(Answer::Written),
-            400 | 413 | 422 => Ok(Answer::Refused(format!("{status}: {}", text.trim()))),
-            401 | 403 => Err(SinkError::fatal(format!(
-                "{status}: check the credentials or token: {text}"
-            ))),
-            404 => Err(SinkError::fatal(format!(
-                "{status}: the database or bucket does not exist — create it (or set create_database): {text}"
-            ))),
-            _ if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() => {
-                Err(SinkError::retryable(format!("{status}: {text}")))
-            }
-            _ => Err(SinkError::fatal(format!(
-                "{status}: unexpected answer: {text}"
-            ))),
-        }
+            .body(body);
+        let reply = exchange(request, &what).await?;
+        answer(&reply, &what)
     }
 
     async fn create_database(&self) -> Result<(), SinkError> {
@@ -245,24 +222,35 @@ impl InfluxSink {
             .map_err(|e| SinkError::fatal(format!("url: {e}")))?;
         let q = format!("CREATE DATABASE \"{}\"", database.replace('"', "\\\""));
         url.query_pairs_mut().append_pair("q", &q);
-        let response = self
-            .authorize(self.client.post(url))
-            .send()
-            .await
-            .map_err(|e| send_failure(e, "CREATE DATABASE"))?;
-        if response.status().is_success() {
+        let what = format!("CREATE DATABASE {database}");
+        let reply = exchange(self.authorize(self.client.post(url)), &what).await?;
+        if reply.status.is_success() {
             Ok(())
-        } else if response.status().is_server_error() {
-            Err(SinkError::retryable(format!(
-                "CREATE DATABASE: {}",
-                response.status()
-            )))
+        } else if reply.is_transient() {
+            Err(reply.retryable(&what))
         } else {
-            Err(SinkError::fatal(format!(
-                "CREATE DATABASE {database} refused ({}): create it yourself or grant the right",
-                response.status()
-            )))
+            Err(reply.fatal(&what, "create it yourself or grant the right"))
         }
+    }
+}
+
+/// What to change when InfluxDB answers a write with a fatal status of the shared table.
+const ADVICE: Advice = Advice {
+    denied: "check the credentials or token",
+    not_found: "the database or bucket does not exist — create it (or set create_database)",
+};
+
+/// A write's answer: InfluxDB refuses points it cannot take with 400, 413 or 422 (the batch is
+/// split to isolate them); every other status follows the shared table.
+fn answer(reply: &Reply, what: &str) -> Result<Answer, SinkError> {
+    match reply.status.as_u16() {
+        200..=299 => Ok(Answer::Written),
+        400 | 413 | 422 => Ok(Answer::Refused(format!(
+            "{}: {}",
+            reply.status,
+            reply.snippet()
+        ))),
+        _ => Err(reply.failure(what, &ADVICE)),
     }
 }
 
@@ -340,5 +328,51 @@ impl Sink for InfluxSink {
         .telling_already_present()
         .with_claim(Scenario::ConcurrentPartitions, Claim::NoVisibleDuplicate)
         .with_claim(Scenario::BadInput, Claim::NoVisibleDuplicate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use reqwest::StatusCode;
+    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+
+    use super::*;
+
+    fn reply(code: u16) -> Reply {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        Reply {
+            status: StatusCode::from_u16(code).unwrap(),
+            headers,
+            body: "{\"error\":\"why\"}".into(),
+        }
+    }
+
+    #[test]
+    fn write_answers_follow_the_shared_table_and_honour_retry_after() {
+        // 408 and 425 were fatal ("unexpected answer") and Retry-After was ignored before the
+        // sink answered through the shared table.
+        for code in [408, 425, 429, 500, 503] {
+            let e = answer(&reply(code), "POST /write").err().unwrap();
+            assert!(e.is_retryable(), "{code}");
+            assert_eq!(e.retry_after(), Some(Duration::from_secs(2)), "{code}");
+        }
+        for code in [400, 413, 422] {
+            assert!(
+                matches!(answer(&reply(code), "POST /write"), Ok(Answer::Refused(r)) if r.contains("why")),
+                "{code}"
+            );
+        }
+        assert!(matches!(answer(&reply(204), "w"), Ok(Answer::Written)));
+        for (code, says) in [
+            (401, "credentials or token"),
+            (404, "set create_database"),
+            (409, "unexpected answer"),
+        ] {
+            let e = answer(&reply(code), "POST /write").err().unwrap();
+            assert!(e.is_fatal() && e.message().contains(says), "{code}: {e}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
-use pico_http_common::{HttpClient, Reply, base_url, exchange};
+use pico_http_common::{Advice, HttpClient, Reply, base_url, chunks, exchange};
 use pico_sink::{
     Attempt, Batch, Claim, Description, Isolator, Outcome, RejectedRecord, Scenario, Sink,
     SinkError, WriteReport, convert_records, document_json,
@@ -15,6 +15,12 @@ use crate::config::QuickwitSinkConfig;
 use crate::requests::{
     IngestAnswer, MAX_BUCKETS, PARTITION_KEY, SearchAnswer, check_index_id, index_config,
     offsets_query, watermark_query,
+};
+
+/// What to change when the server answers with a fatal status of the shared table.
+const ADVICE: Advice = Advice {
+    denied: "check the credentials in the sink's headers",
+    not_found: "the index does not exist: create it with the pico_* fields (or set create_index)",
 };
 
 /// Ingests only offsets above the partition's watermark; see the crate docs.
@@ -58,15 +64,7 @@ impl QuickwitSink {
     }
 
     fn failure(&self, reply: &Reply, what: &str) -> SinkError {
-        match reply.status.as_u16() {
-            _ if reply.is_transient() => reply.retryable(what),
-            401 | 403 => reply.fatal(what, "check the credentials in the sink's headers"),
-            404 => reply.fatal(
-                what,
-                "the index does not exist: create it with the pico_* fields (or set create_index)",
-            ),
-            _ => reply.fatal(what, "unexpected answer"),
-        }
+        reply.failure(what, &ADVICE)
     }
 
     async fn search(&self, body: serde_json::Value) -> Result<SearchAnswer, SinkError> {
@@ -120,7 +118,8 @@ impl QuickwitSink {
                     .map_err(|reason| SinkError::fatal(format!("{}: {reason}", r.id)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        match self.ingest_docs(docs.iter().map(String::as_str)).await? {
+        let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        match self.ingest_docs(&docs).await? {
             Attempt::Refused(why) => Err(SinkError::fatal(why)),
             _ => Ok(()),
         }
@@ -138,26 +137,21 @@ impl QuickwitSink {
     /// document goes alone, and Quickwit's refusal isolates it). Stops at the first refused body.
     /// A range refused after an earlier body of it was written is bisected by the caller and
     /// those documents sent again: only batches above the cap can repeat that way.
-    async fn ingest_docs<'a>(
-        &self,
-        docs: impl Iterator<Item = &'a str>,
-    ) -> Result<Attempt, SinkError> {
-        let mut body = String::new();
-        for doc in docs {
-            if !body.is_empty()
-                && body.len() + doc.len() + 1 > MAX_INGEST_BYTES
-                && let refused @ Attempt::Refused(_) =
-                    self.ingest(std::mem::take(&mut body)).await?
-            {
-                return Ok(refused);
+    async fn ingest_docs(&self, docs: &[&str]) -> Result<Attempt, SinkError> {
+        let sizes: Vec<usize> = docs.iter().map(|d| d.len() + 1).collect();
+        let mut last = Attempt::Written(WriteReport::default());
+        for range in chunks(&sizes, MAX_INGEST_BYTES, usize::MAX) {
+            let mut body = String::with_capacity(sizes[range.clone()].iter().sum());
+            for doc in &docs[range] {
+                body.push_str(doc);
+                body.push('\n');
             }
-            body.push_str(doc);
-            body.push('\n');
+            last = self.ingest(body).await?;
+            if let Attempt::Refused(_) = last {
+                break;
+            }
         }
-        if body.is_empty() {
-            return Ok(Attempt::Written(WriteReport::default()));
-        }
-        self.ingest(body).await
+        Ok(last)
     }
 
     async fn ingest(&self, body: String) -> Result<Attempt, SinkError> {
@@ -234,7 +228,12 @@ impl Sink for QuickwitSink {
         let mut plan = Isolator::new(docs.len());
         while let Some((start, end)) = plan.next_range() {
             let attempt = self
-                .ingest_docs(docs[start..end].iter().map(|(_, doc)| doc.as_str()))
+                .ingest_docs(
+                    &docs[start..end]
+                        .iter()
+                        .map(|(_, doc)| doc.as_str())
+                        .collect::<Vec<_>>(),
+                )
                 .await?;
             plan.record(start, end, attempt);
         }
