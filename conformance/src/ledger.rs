@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
+use pico_sink::driver::DriverHooks;
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{Batch, DeadLetter, DriverHooks, Outcome};
+use pico_sink::{Batch, DeadLetter, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::target::{PayloadForm, Readback, payload_checksum};

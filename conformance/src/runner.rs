@@ -11,7 +11,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::stream::{self, StreamExt};
 
-use pico_sink::{RetryPolicy, Scenario};
+use pico_sink::Scenario;
+use pico_sink::driver::RetryPolicy;
 use time::OffsetDateTime;
 use time::macros::format_description;
 

@@ -77,10 +77,6 @@ fn upsert(into: &mut Vec<Record>, records: &[Record]) {
 
 #[async_trait]
 impl Sink for MemorySink {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         if matches!(self.behaviour, Behaviour::Slow) {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -160,10 +156,6 @@ impl Sink for MemorySink {
             WriteReport::written(batch.len() - rejected.len()),
             rejected,
         ))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 use pico_sink::identity::RecordId;
-use pico_sink::{Batch, MappedColumn, Record, Sink};
+use pico_sink::kit::MappedColumn;
+use pico_sink::{Batch, Record, Sink};
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 use pico_suite::destinations::clickhouse::server::ClickHouseServer;
 use pico_suite::provide::first_available;
@@ -147,7 +148,7 @@ fn a_url_or_credentials_beside_the_callers_client_are_refused() {
     );
     assert!(!msg.contains("hunter2"), "{msg}");
     let mut config = ClickHouseSinkConfig::for_table("db", "t");
-    config.credentials = Some(("ingest".into(), pico_sink::Secret::new("hunter2")));
+    config.credentials = Some(("ingest".into(), pico_sink::kit::Secret::new("hunter2")));
     let msg = refused(config);
     assert!(
         msg.contains("credentials") && !msg.contains("hunter2"),

@@ -10,7 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 
 use pico_sink::identity::RecordId;
-use pico_sink::{Batch, Record, Sink, SinkError, error_chain};
+use pico_sink::kit::error_chain;
+use pico_sink::{Batch, Record, Sink, SinkError};
 
 /// A sink built for a server at `host:port`, over TLS or not.
 type Build = fn(host: &str, port: u16, tls: bool) -> Result<Box<dyn Sink>, SinkError>;

@@ -442,7 +442,7 @@ async fn connection_errors_name_the_server_and_a_tls_mismatch_is_fatal() {
         .await
         .err()
         .unwrap();
-    let chain = pico_sink::error_chain(&e);
+    let chain = pico_sink::kit::error_chain(&e);
     println!("closed port: {chain}");
     assert!(e.is_retryable(), "{e}");
     assert!(

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use pico_conformance::scenarios::sample_batch;
-use pico_sink::{Driver, MemoryHooks, Sink};
+use pico_sink::Sink;
+use pico_sink::driver::{Driver, MemoryHooks};
 use pico_sink_clickhouse::{ClickHouseSink, ClickHouseSinkConfig};
 use pico_sink_postgres::{PostgresSink, PostgresSinkConfig};
 use pico_sink_s3::{S3Sink, S3SinkConfig};

@@ -312,10 +312,6 @@ impl Sink for ControlSink {
         Ok(Outcome::new(written, rejected))
     }
 
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     fn describe(&self) -> Description {
         Description::new(
             format!("sqlite control ({})", self.control.id()),

@@ -22,11 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pico_sink::driver::{Delivered, Driver, DriverError, DriverHooks, RetryPolicy};
 use pico_sink::identity::{BatchId, RecordId};
-use pico_sink::{
-    Batch, DeadLetter, Delivered, Driver, DriverError, DriverHooks, Outcome, Record, RetryPolicy,
-    Scenario, Sink,
-};
+use pico_sink::{Batch, DeadLetter, Outcome, Record, Scenario, Sink};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 

@@ -138,10 +138,6 @@ impl Sink for SqliteSink {
         .await
     }
 
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     fn describe(&self) -> Description {
         Description::new(
             "sqlite (example)",

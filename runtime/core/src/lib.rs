@@ -2,7 +2,7 @@
 //!
 //! A runtime reads records from a broker, cuts each partition's records into batches
 //! ([`pending::Pending`], by count, bytes and linger: [`settings::BatchLimits`]), delivers each
-//! batch through the at-least-once [`pico_sink::Driver`] into one sink, and confirms its
+//! batch through the at-least-once [`pico_sink::driver::Driver`] into one sink, and confirms its
 //! position to the broker only after the sink confirmed — never past the oldest record read
 //! and not confirmed ([`tracker::Progress`]). This crate holds everything of that but the
 //! broker's own consumer and position model:

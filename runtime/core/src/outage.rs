@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pico_sink::{
-    Batch, Delivered, Driver, DriverError, DriverHooks, RetryPolicy, Sink, SinkError, error_chain,
-};
+use pico_sink::driver::{Delivered, Driver, DriverError, DriverHooks, RetryPolicy};
+use pico_sink::kit::error_chain;
+use pico_sink::{Batch, Sink, SinkError};
 use tracing::{error, info, warn};
 
 use crate::Exit;

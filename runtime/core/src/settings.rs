@@ -237,8 +237,8 @@ impl Default for RetrySettings {
 
 impl RetrySettings {
     /// As the driver's policy.
-    pub fn policy(&self) -> pico_sink::RetryPolicy {
-        pico_sink::RetryPolicy::attempts(self.max_attempts)
+    pub fn policy(&self) -> pico_sink::driver::RetryPolicy {
+        pico_sink::driver::RetryPolicy::attempts(self.max_attempts)
             .with_backoff(
                 Duration::from_millis(self.initial_backoff_ms),
                 Duration::from_millis(self.max_backoff_ms),

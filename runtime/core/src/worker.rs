@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
+use pico_sink::driver::{Driver, DriverError, DriverHooks, RetryPolicy};
 use pico_sink::identity::BatchId;
-use pico_sink::{Batch, DeadLetter, Driver, DriverError, DriverHooks, RetryPolicy, Sink};
+use pico_sink::{Batch, DeadLetter, Sink};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, error, info, warn};

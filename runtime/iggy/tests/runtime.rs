@@ -33,14 +33,6 @@ struct Recording {
 
 #[async_trait]
 impl Sink for Recording {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             tokio::time::sleep(Duration::from_millis(1_500)).await;

@@ -3,7 +3,7 @@
 //! A pipeline (a TOML file, [`config::Pipeline`]) names the brokers, the group, the topics, how
 //! to batch, the dead-letter topic and the sink. [`runtime::run`] consumes with manual
 //! commits: each partition's records are cut into batches (max records, max bytes, linger),
-//! each batch goes through the at-least-once [`pico_sink::Driver`] into one sink shared by
+//! each batch goes through the at-least-once [`pico_sink::driver::Driver`] into one sink shared by
 //! every partition, and the group offset is committed only after the sink confirmed — never
 //! past the oldest record read and not confirmed ([`tracker::Progress`]). Revoked partitions
 //! stop at once and commit nothing more; assigned ones resume from the committed offset;

@@ -1,5 +1,5 @@
 //! The consumer loop: one consumer in a group, per-partition buffers cut into batches, one
-//! worker per assigned partition delivering through the [`pico_sink::Driver`] into one shared sink, the
+//! worker per assigned partition delivering through the [`pico_sink::driver::Driver`] into one shared sink, the
 //! group offset committed only after the sink confirmed.
 //!
 //! * **Commit**: a worker commits synchronously after its batch was confirmed, never past the

@@ -33,14 +33,6 @@ struct Recording {
 
 #[async_trait]
 impl Sink for Recording {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             tokio::time::sleep(FIRST_WRITE).await;
@@ -205,14 +197,6 @@ struct Slow {
 
 #[async_trait]
 impl Sink for Slow {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         tokio::time::sleep(Duration::from_millis(30)).await;
         let mut written = self.written.lock().unwrap();

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use pico_sink::Secret;
 use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
+use pico_sink::kit::Secret;
 use serde::{Deserialize, Serialize};
 
 /// Configuration of [`crate::ClickHouseSink`]. `Debug` never prints the password. Read from a
@@ -54,7 +54,7 @@ pub struct ClickHouseSinkConfig {
     /// sink creates them `Nullable`). A value ClickHouse cannot parse rejects its record.
     /// Default: none.
     #[serde(default)]
-    pub mapped_columns: Vec<pico_sink::MappedColumn>,
+    pub mapped_columns: Vec<pico_sink::kit::MappedColumn>,
 }
 
 /// The default of [`ClickHouseSinkConfig::create_if_missing`].

@@ -2,8 +2,9 @@
 //! would become a duplicate (or a record would vanish), naming what the table is and what to
 //! change.
 
+use pico_sink::SinkError;
 use pico_sink::identity::columns;
-use pico_sink::{MappedColumn, SinkError};
+use pico_sink::kit::MappedColumn;
 
 /// The columns the sink writes ([`columns::RECORD`]), with the types it creates them with.
 pub(crate) const COLUMNS: [(&str, &str); 7] = [

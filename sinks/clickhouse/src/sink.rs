@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use clickhouse::Row;
+use pico_sink::kit::{Attempt, EnvelopeHeader, Isolator};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, EnvelopeHeader, Isolator, Outcome, Record, RejectedRecord,
-    Sink, SinkError, WriteReport,
+    Batch, Claim, Description, Outcome, Record, RejectedRecord, Sink, SinkError, WriteReport,
 };
 use serde::{Deserialize, Serialize, Serializer};
 use tokio::sync::OnceCell;
@@ -116,8 +116,8 @@ fn classify(e: clickhouse::error::Error, what: &str) -> Failed {
         ),
         // No answer: the client's own text hides the reason in its sources.
         _ => {
-            let reason = format!("{what}: {}", pico_sink::error_chain(&e));
-            match pico_sink::unhealable_connect_failure(&reason) {
+            let reason = format!("{what}: {}", pico_sink::kit::error_chain(&e));
+            match pico_sink::kit::unhealable_connect_failure(&reason) {
                 Some(advice) => (false, SinkError::fatal(format!("{reason} — {advice}"))),
                 None => (false, SinkError::retryable(reason)),
             }
@@ -152,7 +152,7 @@ impl ClickHouseSink {
         if let Some((user, password)) = &config.credentials {
             client = client.with_user(user).with_password(password.expose());
         }
-        let at = pico_sink::url_origin(&config.url);
+        let at = pico_sink::kit::url_origin(&config.url);
         Self::build(client, at, config)
     }
 
@@ -166,14 +166,14 @@ impl ClickHouseSink {
         config: ClickHouseSinkConfig,
     ) -> Result<Self, SinkError> {
         let instead = "ClickHouseSinkConfig::for_table(database, table)";
-        pico_sink::refuse_unused_setting(
+        pico_sink::kit::refuse_unused_setting(
             "url",
             &config.url,
             "ClickHouseSink::with_client",
             instead,
         )?;
         if let Some((user, _)) = &config.credentials {
-            pico_sink::refuse_unused_setting(
+            pico_sink::kit::refuse_unused_setting(
                 "credentials, for the user",
                 user,
                 "ClickHouseSink::with_client",
@@ -189,7 +189,7 @@ impl ClickHouseSink {
         at: String,
         config: ClickHouseSinkConfig,
     ) -> Result<Self, SinkError> {
-        pico_sink::check_mapped_columns(&config.mapped_columns)?;
+        pico_sink::kit::check_mapped_columns(&config.mapped_columns)?;
         Ok(Self {
             config,
             client: client.with_validation(false),
@@ -499,7 +499,7 @@ impl Sink for ClickHouseSink {
             }
             let fields = serde_json::from_slice::<serde_json::Value>(&r.value)
                 .map_err(|e| format!("value is not JSON: {e}"))
-                .and_then(|v| pico_sink::extract_mapped(&v, &self.config.mapped_columns));
+                .and_then(|v| pico_sink::kit::extract_mapped(&v, &self.config.mapped_columns));
             match fields {
                 Ok(f) => ready.push((r, f)),
                 Err(reason) => rejected.push(RejectedRecord::new(r.id.clone(), reason)),
@@ -531,10 +531,6 @@ impl Sink for ClickHouseSink {
         Ok(Outcome::new(report, rejected))
     }
 
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     fn describe(&self) -> Description {
         let version = self
             .server_version()
@@ -561,7 +557,7 @@ mod tests {
     #[test]
     fn a_mapped_column_on_a_column_of_the_sinks_is_refused_with_what_to_rename() {
         let mut config = ClickHouseSinkConfig::new("http://localhost:8123", "d", "t");
-        config.mapped_columns.push(pico_sink::MappedColumn {
+        config.mapped_columns.push(pico_sink::kit::MappedColumn {
             column: "ts".into(),
             field: "/when".into(),
             sql_type: "Int64".into(),

@@ -63,7 +63,7 @@ macro_rules! credentials_as {
         pub mod $module {
             use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-            use crate::Secret;
+            use crate::kit::Secret;
 
             #[derive(Serialize, Deserialize)]
             #[serde(deny_unknown_fields)]

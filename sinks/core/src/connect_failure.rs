@@ -1,7 +1,7 @@
 //! Failures to reach a server that no retry heals, told apart by the text clients give them.
 
 /// What to change when reaching a server failed in a way no retry heals, judged from the text
-/// of the error with its sources ([`crate::error_chain`]): a host name that does not exist, or
+/// of the error with its sources ([`crate::kit::error_chain`]): a host name that does not exist, or
 /// TLS spoken on one side only or to a certificate the client does not trust. `None` for a
 /// failure that may heal: a refused or reset connection, a timeout, a resolver that did not
 /// answer ("Temporary failure in name resolution").

@@ -249,7 +249,7 @@ impl<S: Sink> Driver<S> {
                 Err(err) => err,
             };
             failures += 1;
-            warn!(attempt = failures, error = %crate::error_chain(&err), "open failed");
+            warn!(attempt = failures, error = %crate::kit::error_chain(&err), "open failed");
             self.wait_or_stop(failures, &err).await?;
         }
     }
@@ -267,7 +267,7 @@ impl<S: Sink> Driver<S> {
                 Ok(outcome) => outcome,
                 Err(err) => {
                     let failures = retried.len() as u32 + 1;
-                    warn!(batch = %batch.id(), attempt = failures, error = %crate::error_chain(&err), "consume failed");
+                    warn!(batch = %batch.id(), attempt = failures, error = %crate::kit::error_chain(&err), "consume failed");
                     self.wait_or_stop(failures, &err).await?;
                     retried.push(err);
                     continue;

@@ -32,7 +32,8 @@ pub enum Attempt {
 /// Plans the writes of `len` records; see the module docs.
 ///
 /// ```
-/// use pico_sink::{Attempt, Isolator, WriteReport};
+/// use pico_sink::WriteReport;
+/// use pico_sink::kit::{Attempt, Isolator};
 /// let mut plan = Isolator::new(4);
 /// while let Some((start, end)) = plan.next_range() {
 ///     let attempt = if (start..end).contains(&2) {

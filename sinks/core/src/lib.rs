@@ -1,4 +1,5 @@
-//! The pico-sinks contract.
+//! The pico-sinks contract. The crate root holds what a runtime and a sink agree on, and
+//! nothing else:
 //!
 //! * [`Record`] and [`Batch`]: what a runtime hands a sink — records of one topic-partition with
 //!   strictly increasing offsets; an invalid batch is an error, never a panic.
@@ -13,12 +14,20 @@
 //!   (misconfiguration: the message says what to change), each with its source error.
 //! * [`CommitPolicy`]: the batch size a sink whose every `consume` is a costly commit asks of
 //!   its runtime ([`Sink::commit_policy`]).
-//! * [`Driver`]: the reference runtime loop — consume, commit only after success, retry the same
-//!   batch with jittered exponential backoff, hand rejected records (whole, as [`DeadLetter`]s)
-//!   to a dead-letter hook.
-//! * [`Secret`], [`redact_url`]: how configurations keep credentials out of `Debug`.
 //! * [`Scenario`] and [`Claim`]: the vocabulary a sink uses in [`Sink::describe`] to say what a
 //!   replay becomes; the conformance suite checks those claims against real servers.
+//!
+//! Beside it, one module per reader:
+//!
+//! * [`driver`], for a runtime author: the reference runtime loop — consume, commit only after
+//!   success, retry the same batch with jittered exponential backoff, hand rejected records
+//!   (whole, as [`DeadLetter`]s) to a dead-letter hook.
+//! * [`kit`], for a sink author: splitting a batch until refused records are isolated,
+//!   per-record conversion with rejection reasons, the JSON envelope and document shapes, mapped
+//!   columns, conflict actions, and how configurations keep credentials out of `Debug`
+//!   ([`kit::Secret`], [`kit::redact_url`]).
+//! * [`config`], for a sink's configuration: serde helpers for durations, namespaces,
+//!   credentials and header lists.
 
 mod batch;
 mod claim;
@@ -26,10 +35,11 @@ pub mod config;
 mod conflict;
 mod connect_failure;
 mod document;
-mod driver;
+pub mod driver;
 mod envelope;
 mod error;
 mod isolate;
+pub mod kit;
 mod mapping;
 mod own_client;
 mod policy;
@@ -39,19 +49,10 @@ mod sink;
 
 pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};
-pub use conflict::{CHANGED_REASON, ConflictAction};
-pub use connect_failure::unhealable_connect_failure;
-pub use document::{DocumentShape, RESERVED_PREFIX, document_json};
-pub use driver::{Delivered, Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
-pub use envelope::{Envelope, EnvelopeError, EnvelopeHeader, Payload};
-pub use error::{DeadLetter, ErrorSource, RejectedRecord, SinkError, convert_records, error_chain};
-pub use isolate::{Attempt, Isolator};
-pub use mapping::{MappedColumn, check_mapped_columns, extract_mapped};
-pub use own_client::refuse_unused_setting;
+pub use error::{DeadLetter, ErrorSource, RejectedRecord, SinkError};
 pub use pico_identity as identity;
 pub use policy::CommitPolicy;
 pub use record::{Header, Record};
-pub use secret::{REDACTED, Secret, is_secret_name, redact_options, redact_url, url_origin};
 pub use sink::{Outcome, Sink, WriteReport};
 
 /// The README's examples, compiled as doctests.

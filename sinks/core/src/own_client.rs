@@ -1,6 +1,7 @@
 //! What a sink built on the caller's own client checks of its configuration.
 
-use crate::{SinkError, redact_url};
+use crate::SinkError;
+use crate::kit::redact_url;
 
 /// Refuses a connection setting that a sink built on the caller's own client (or pool) would
 /// never use: the caller believes it is used, and it is not. `setting` names the field,

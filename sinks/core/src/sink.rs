@@ -125,14 +125,20 @@ impl From<WriteReport> for Outcome {
 ///   is not used again.
 #[async_trait]
 pub trait Sink: Send + Sync {
-    /// Connects and prepares the destination (create-if-missing etc.); idempotent.
-    async fn open(&self) -> Result<(), SinkError>;
+    /// Connects and prepares the destination (create-if-missing etc.); idempotent. The default
+    /// does nothing: a sink that prepares lazily in `consume` needs no `open`.
+    async fn open(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
 
     /// Writes one batch; see the trait contract.
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError>;
 
-    /// Flushes and releases resources.
-    async fn close(&self) -> Result<(), SinkError>;
+    /// Flushes and releases resources. The default does nothing: a sink that holds nothing
+    /// beyond its clients' own pools needs no `close`.
+    async fn close(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
 
     /// The mechanism and the behaviour claimed per scenario.
     fn describe(&self) -> Description;

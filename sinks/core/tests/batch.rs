@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 use pico_sink::identity::{Namespace, RecordId, Scope};
-use pico_sink::{Batch, BatchError, Envelope, Payload, Record};
+use pico_sink::kit::{Envelope, Payload};
+use pico_sink::{Batch, BatchError, Record};
 
 fn rec(topic: &str, partition: u32, offset: u64) -> Record {
     Record::new(RecordId::new(topic, partition, offset), "{}")

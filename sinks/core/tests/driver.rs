@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pico_sink::driver::{Driver, DriverError, DriverHooks, MemoryHooks, RetryPolicy};
 use pico_sink::identity::{BatchId, RecordId};
 use pico_sink::{
-    Batch, Claim, DeadLetter, Description, Driver, DriverError, DriverHooks, MemoryHooks, Outcome,
-    Record, RejectedRecord, RetryPolicy, Sink, SinkError, WriteReport,
+    Batch, Claim, DeadLetter, Description, Outcome, Record, RejectedRecord, Sink, SinkError,
+    WriteReport,
 };
 use tokio::time::Instant;
 
@@ -37,16 +38,10 @@ impl ScriptedSink {
 
 #[async_trait]
 impl Sink for ScriptedSink {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         self.calls.lock().unwrap().push(Instant::now());
         let next = self.script.lock().unwrap().pop_front();
         next.unwrap_or(Ok(WriteReport::written(batch.len()).into()))
-    }
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
     fn describe(&self) -> Description {
         Description::new("scripted", "test script", Claim::Repeats)

@@ -6,8 +6,9 @@ use deltalake::arrow::array::{ArrayRef, BinaryArray, Int64Array, StringArray};
 use deltalake::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::kernel::{DataType as DeltaType, PrimitiveType, StructField};
+use pico_sink::Record;
 use pico_sink::identity::{Scope, columns};
-use pico_sink::{EnvelopeHeader, Record};
+use pico_sink::kit::EnvelopeHeader;
 
 /// The Delta columns: the shared schema ([`columns::RECORD`]).
 pub(crate) fn delta_columns() -> Vec<StructField> {

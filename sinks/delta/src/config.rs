@@ -64,10 +64,10 @@ fn commit_attempts() -> u32 {
 
 impl std::fmt::Debug for DeltaSinkConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut options = pico_sink::redact_options(self.storage_options.iter());
+        let mut options = pico_sink::kit::redact_options(self.storage_options.iter());
         options.sort();
         f.debug_struct("DeltaSinkConfig")
-            .field("location", &pico_sink::redact_url(&self.location))
+            .field("location", &pico_sink::kit::redact_url(&self.location))
             .field("storage_options", &options)
             .field("create_if_missing", &self.create_if_missing)
             .field("checkpoint_interval", &self.checkpoint_interval)

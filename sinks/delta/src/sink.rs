@@ -136,7 +136,7 @@ impl DeltaSink {
         config: DeltaSinkConfig,
     ) -> Result<Self, SinkError> {
         if let Some(key) = config.storage_options.keys().next() {
-            pico_sink::refuse_unused_setting(
+            pico_sink::kit::refuse_unused_setting(
                 "storage_options, with the key",
                 key,
                 "DeltaSink::with_object_store",
@@ -420,10 +420,6 @@ impl Sink for DeltaSink {
             }
         }
         Ok(Outcome::new(report, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {

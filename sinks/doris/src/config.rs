@@ -29,7 +29,7 @@ pub struct DorisSinkConfig {
     pub user: String,
     /// Password (default: empty).
     #[serde(default)]
-    pub password: pico_sink::Secret,
+    pub password: pico_sink::kit::Secret,
     /// Create the database and a Unique Key table when missing (default `true`).
     #[serde(default = "create_table")]
     pub create_table: bool,
@@ -81,7 +81,7 @@ impl DorisSinkConfig {
             database: database.into(),
             table: table.into(),
             user: user(),
-            password: pico_sink::Secret::default(),
+            password: pico_sink::kit::Secret::default(),
             create_table: create_table(),
             replication_num: None,
             label_wait: label_wait(),

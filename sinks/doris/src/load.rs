@@ -1,7 +1,8 @@
 //! The Stream Load body (JSON lines, one row per record) and what an answer means.
 
+use pico_sink::Record;
 use pico_sink::identity::{Scope, columns};
-use pico_sink::{EnvelopeHeader, Record};
+use pico_sink::kit::EnvelopeHeader;
 use serde::Deserialize;
 use serde_json::json;
 

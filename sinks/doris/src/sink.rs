@@ -5,10 +5,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use pico_http_common::{Advice, HttpClient, Reply, base_url, exchange};
 use pico_sink::identity::BatchId;
-use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
-    convert_records,
-};
+use pico_sink::kit::{Attempt, Isolator, convert_records};
+use pico_sink::{Batch, Claim, Description, Outcome, Scenario, Sink, SinkError, WriteReport};
 use reqwest::header::{CONTENT_TYPE, EXPECT, LOCATION};
 use tracing::{debug, warn};
 
@@ -263,10 +261,6 @@ impl Sink for DorisSink {
         let (report, refused) = plan.finish_rejecting(|i| records[rows[i].0].id.clone());
         rejected.extend(refused);
         Ok(Outcome::new(report, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -1,6 +1,7 @@
 //! The `_bulk` request body and the per-item answer.
 
-use pico_sink::{Record, document_json};
+use pico_sink::Record;
+use pico_sink::kit::document_json;
 use serde::Deserialize;
 
 use crate::config::{ElasticsearchSinkConfig, IndexMode};

@@ -1,9 +1,9 @@
 //! [`ElasticsearchSinkConfig`].
 
 use pico_http_common::HttpSettings;
-use pico_sink::DocumentShape;
 use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use pico_sink::kit::DocumentShape;
 use serde::{Deserialize, Serialize};
 
 /// Which bulk operation carries documents; in a file `"index"` or `"data_stream"`.

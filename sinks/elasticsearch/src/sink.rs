@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use pico_http_common::{Advice, HttpClient, Reply, base_url, chunks, exchange};
+use pico_sink::kit::{Attempt, Isolator, convert_records};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, RejectedRecord, Scenario, Sink,
-    SinkError, WriteReport, convert_records,
+    Batch, Claim, Description, Outcome, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
 };
 use reqwest::header::CONTENT_TYPE;
 use tracing::warn;
@@ -92,10 +92,6 @@ impl ElasticsearchSink {
 
 #[async_trait]
 impl Sink for ElasticsearchSink {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         let mut rejected: Vec<RejectedRecord> = Vec::new();
@@ -151,10 +147,6 @@ impl Sink for ElasticsearchSink {
             )));
         }
         Ok(Outcome::new(total, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

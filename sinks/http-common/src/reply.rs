@@ -2,7 +2,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use pico_sink::{SinkError, error_chain, unhealable_connect_failure};
+use pico_sink::SinkError;
+use pico_sink::kit::{error_chain, unhealable_connect_failure};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 

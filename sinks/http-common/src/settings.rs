@@ -47,7 +47,7 @@ impl std::fmt::Debug for HttpSettings {
 
 /// Header pairs for `Debug`, credential values redacted.
 pub fn redacted_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
-    pico_sink::redact_options(headers.iter().map(|(k, v)| (k, v)))
+    pico_sink::kit::redact_options(headers.iter().map(|(k, v)| (k, v)))
 }
 
 impl HttpSettings {

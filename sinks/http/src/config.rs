@@ -97,8 +97,8 @@ fn endpoint_honours_key() -> bool {
 /// [`HttpSinkConfig::key_style`] in a file: the HMAC secret as a string, absent for readable
 /// keys.
 mod key_secret {
-    use pico_sink::Secret;
     use pico_sink::identity::IdempotencyKeyStyle;
+    use pico_sink::kit::Secret;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub(super) fn serialize<S: Serializer>(
@@ -132,7 +132,7 @@ mod key_secret {
 impl std::fmt::Debug for HttpSinkConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSinkConfig")
-            .field("url", &pico_sink::redact_url(&self.url))
+            .field("url", &pico_sink::kit::redact_url(&self.url))
             .field("format", &self.format)
             .field("scope", &self.scope)
             .field("key_style", &self.key_style)

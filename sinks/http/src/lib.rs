@@ -14,12 +14,13 @@
 //!   its own deterministic key, down to single records; a single record still refused is
 //!   reported in [`pico_sink::Outcome::rejected`] with its offset and the endpoint's reason.
 //!
-//! Status mapping: 2xx success; 409 (same key in flight), 408, 429, 5xx → `Retryable`
+//! Status mapping: 2xx success; 409 (same key in flight), 408, 425, 429, 5xx → `Retryable`
 //! (honouring `Retry-After`); 422 (key reused with another payload) → `Fatal` naming the key;
 //! 401/403/404/405 and other 4xx → `Fatal` saying what to check.
 //!
 //! ```no_run
-//! use pico_sink::{Batch, Driver, MemoryHooks, Record};
+//! use pico_sink::driver::{Driver, MemoryHooks};
+//! use pico_sink::{Batch, Record};
 //! use pico_sink::identity::RecordId;
 //! use pico_sink_http::{HttpSink, HttpSinkConfig};
 //!

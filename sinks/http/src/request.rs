@@ -1,6 +1,7 @@
 //! Building request bodies and keys.
 
-use pico_sink::{Batch, Envelope, Record};
+use pico_sink::kit::Envelope;
+use pico_sink::{Batch, Record};
 
 use crate::config::{BodyFormat, HttpSinkConfig};
 

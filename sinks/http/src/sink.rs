@@ -2,9 +2,8 @@
 
 use async_trait::async_trait;
 use pico_http_common::{HttpClient, HttpSettings, base_url, exchange};
-use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
-};
+use pico_sink::kit::{Attempt, Isolator};
+use pico_sink::{Batch, Claim, Description, Outcome, Scenario, Sink, SinkError, WriteReport};
 use reqwest::header::CONTENT_TYPE;
 use tracing::{debug, warn};
 
@@ -77,10 +76,6 @@ impl HttpSink {
 
 #[async_trait]
 impl Sink for HttpSink {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         // A refused range is split in halves, each sent with its own (deterministic) key.
@@ -104,10 +99,6 @@ impl Sink for HttpSink {
         }
         let (report, rejected) = plan.finish_rejecting(|i| records[i].id.clone());
         Ok(Outcome::new(report, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
+use pico_sink::driver::{Driver, DriverError, MemoryHooks, RetryPolicy};
 use pico_sink::identity::{IdempotencyKeyStyle, RecordId};
-use pico_sink::{Batch, Driver, DriverError, MemoryHooks, Record, RetryPolicy, Sink, SinkError};
+use pico_sink::{Batch, Record, Sink, SinkError};
 use pico_sink_http::{BodyFormat, HttpSink, HttpSinkConfig};
 
 fn batch(first: u64, n: u64) -> Batch {

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, LargeBinaryArray, RecordBatch, StringArray};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+use pico_sink::Record;
 use pico_sink::identity::Scope;
-use pico_sink::{EnvelopeHeader, Record};
+use pico_sink::kit::EnvelopeHeader;
 
 /// Column names, in schema order: the shared schema ([`pico_sink::identity::columns::RECORD`]);
 /// `ts` holds milliseconds since the Unix epoch.

@@ -18,9 +18,8 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use iceberg::{Catalog, ErrorKind, NamespaceIdent, TableCreation, TableIdent};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use pico_sink::{
-    Batch, Claim, Description, Outcome, Record, Sink, SinkError, WriteReport, convert_records,
-};
+use pico_sink::kit::convert_records;
+use pico_sink::{Batch, Claim, Description, Outcome, Record, Sink, SinkError, WriteReport};
 use tracing::{debug, warn};
 
 use crate::catalog::PinnedCatalog;
@@ -378,10 +377,6 @@ impl Sink for IcebergSink {
             self.config.max_conflicts + 1,
             self.ident
         )))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn commit_policy(&self) -> Option<pico_sink::CommitPolicy> {

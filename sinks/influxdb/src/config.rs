@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use pico_sink::Secret;
 use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
+use pico_sink::kit::Secret;
 use serde::{Deserialize, Serialize};
 
 /// Which write API; in a file an `[api]` table with `version = "v1"` or `"v2"`.

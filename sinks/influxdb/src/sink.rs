@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use pico_http_common::{Advice, Reply, exchange};
+use pico_sink::kit::{Attempt, Isolator, convert_records};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, Record, Scenario, Sink, SinkError,
-    WriteReport, convert_records,
+    Batch, Claim, Description, Outcome, Record, Scenario, Sink, SinkError, WriteReport,
 };
 use tracing::{debug, warn};
 
@@ -310,10 +310,6 @@ impl Sink for InfluxSink {
         }
         debug!(batch = %batch.id(), written = report.written, rejected = rejected.len(), "points written");
         Ok(Outcome::new(report, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use pico_http_common::HttpSettings;
-use pico_sink::DocumentShape;
 use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
+use pico_sink::kit::DocumentShape;
 use serde::{Deserialize, Serialize};
 
 /// Configuration of [`crate::MeilisearchSink`]. Read from a file with serde: `url` and `index`
@@ -21,7 +21,7 @@ pub struct MeilisearchSinkConfig {
     pub index: String,
     /// API key with `documents.add` and `tasks.get`, sent as a bearer token (default: none).
     #[serde(default)]
-    pub api_key: Option<pico_sink::Secret>,
+    pub api_key: Option<pico_sink::kit::Secret>,
     /// Name of the primary-key field the sink writes (default `"pico_key"`).
     #[serde(default = "primary_key")]
     pub primary_key: String,

@@ -5,10 +5,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use pico_http_common::{HttpClient, Reply, base_url, exchange};
-use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, Scenario, Sink, SinkError, WriteReport,
-    convert_records, document_json,
-};
+use pico_sink::kit::{Attempt, Isolator, convert_records, document_json};
+use pico_sink::{Batch, Claim, Description, Outcome, Scenario, Sink, SinkError, WriteReport};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use tracing::{debug, warn};
 
@@ -241,10 +239,6 @@ impl MeilisearchSink {
 
 #[async_trait]
 impl Sink for MeilisearchSink {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         let records = batch.records();
         let (all, mut rejected) = convert_records(batch, |i, r| {
@@ -285,10 +279,6 @@ impl Sink for MeilisearchSink {
         rejected.extend(refused);
         debug!(batch = %batch.id(), written = report.written, already_present, rejected = rejected.len(), "indexed");
         Ok(Outcome::new(report, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -1,8 +1,8 @@
 //! [`MongoSinkConfig`].
 
-use pico_sink::DocumentShape;
 use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use pico_sink::kit::DocumentShape;
 use serde::{Deserialize, Serialize};
 
 /// Configuration of [`crate::MongoSink`]. `Debug` redacts the password in `uri`. Read from a
@@ -51,7 +51,7 @@ fn max_statements() -> usize {
 impl std::fmt::Debug for MongoSinkConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MongoSinkConfig")
-            .field("uri", &pico_sink::redact_url(&self.uri))
+            .field("uri", &pico_sink::kit::redact_url(&self.uri))
             .field("database", &self.database)
             .field("collection", &self.collection)
             .field("shape", &self.shape)

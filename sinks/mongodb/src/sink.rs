@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::ErrorKind;
 use mongodb::{Client, Database};
+use pico_sink::kit::{convert_records, document_json, error_chain};
 use pico_sink::{
     Batch, Claim, Description, Outcome, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
-    convert_records, document_json, error_chain,
 };
 use tokio::sync::OnceCell;
 use tracing::warn;
@@ -45,7 +45,7 @@ fn classify(e: &mongodb::error::Error, what: &str) -> SinkError {
         ErrorKind::Command(c) if matches!(c.code, 13 | 18 | 8000) => SinkError::fatal(format!(
             "{message} — the user needs readWrite on the database"
         )),
-        _ => match pico_sink::unhealable_connect_failure(&message) {
+        _ => match pico_sink::kit::unhealable_connect_failure(&message) {
             Some(advice) => SinkError::fatal(format!("{message} — {advice}")),
             None => SinkError::retryable(message),
         },
@@ -66,7 +66,7 @@ impl MongoSink {
     /// [`mongodb`](crate::mongodb) crate this one re-exports. The configuration comes from
     /// [`MongoSinkConfig::for_collection`]: a `uri` in it would not be used, and is refused.
     pub fn with_client(client: &Client, config: MongoSinkConfig) -> Result<Self, SinkError> {
-        pico_sink::refuse_unused_setting(
+        pico_sink::kit::refuse_unused_setting(
             "uri",
             &config.uri,
             "MongoSink::with_client",
@@ -246,10 +246,6 @@ impl Sink for MongoSink {
             return Err(SinkError::retryable(message));
         }
         Ok(Outcome::new(total, rejected))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -54,7 +54,7 @@ enum Kind {
 fn kind_of(e: &tokio_postgres::Error, what: &str) -> Kind {
     let Some(db) = e.as_db_error() else {
         // No server answer: I/O, closed connection, timeout, protocol.
-        return Kind::Retryable(format!("{what}: {}", pico_sink::error_chain(e)));
+        return Kind::Retryable(format!("{what}: {}", pico_sink::kit::error_chain(e)));
     };
     let code = db.code();
     let msg = format!("{what}: {} ({})", db.message(), code.code());

@@ -49,7 +49,7 @@ fn connect_timeout() -> Duration {
 impl std::fmt::Debug for ConnectionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConnectionConfig")
-            .field("url", &pico_sink::redact_url(&self.url))
+            .field("url", &pico_sink::kit::redact_url(&self.url))
             .field("pool_size", &self.pool_size)
             .field("connect_timeout", &self.connect_timeout)
             .field("tls_ca_file", &self.tls_ca_file)
@@ -170,7 +170,12 @@ impl Connections {
         built_with: &str,
         instead: &str,
     ) -> Result<Self, pico_sink::SinkError> {
-        pico_sink::refuse_unused_setting("connection.url", &connection.url, built_with, instead)?;
+        pico_sink::kit::refuse_unused_setting(
+            "connection.url",
+            &connection.url,
+            built_with,
+            instead,
+        )?;
         Ok(Self {
             pool,
             target: format!("the server of the pool given to {built_with}"),
@@ -278,7 +283,7 @@ pub fn pool_error(e: PoolError, target: &str) -> pico_sink::SinkError {
     let what = format!("connecting to {target}");
     match e {
         PoolError::Backend(e) => {
-            let text = pico_sink::error_chain(&e);
+            let text = pico_sink::kit::error_chain(&e);
             if let Some(advice) = unhealable_connect_failure(&text) {
                 return pico_sink::SinkError::fatal(format!("{what}: {text} — {advice}"))
                     .with_source(e);
@@ -290,7 +295,7 @@ pub fn pool_error(e: PoolError, target: &str) -> pico_sink::SinkError {
 }
 
 /// What to change for a connection failure no retry can heal, judged from its text: the
-/// PostgreSQL refusal of TLS, then what any client meets ([`pico_sink::unhealable_connect_failure`]).
+/// PostgreSQL refusal of TLS, then what any client meets ([`pico_sink::kit::unhealable_connect_failure`]).
 fn unhealable_connect_failure(text: &str) -> Option<&'static str> {
     if text.contains("server does not support TLS") {
         return Some(
@@ -298,7 +303,7 @@ fn unhealable_connect_failure(text: &str) -> Option<&'static str> {
              sslmode=disable, or turn on ssl in the server",
         );
     }
-    pico_sink::unhealable_connect_failure(text)
+    pico_sink::kit::unhealable_connect_failure(text)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
-use pico_sink::{Batch, Description, MappedColumn, RejectedRecord, SinkError, WriteReport};
+use pico_sink::kit::MappedColumn;
+use pico_sink::{Batch, Description, RejectedRecord, SinkError, WriteReport};
 use tokio_postgres::Client;
 
 use crate::{ConflictAction, ConnectionConfig, Failure, QualifiedTable};

@@ -25,9 +25,9 @@ pub use connect::{
 pub use dialect::{Dialect, Known, Settings};
 pub use ident::{QualifiedTable, quote_ident, quote_literal};
 pub use mapping::extract_mapped;
-pub use pico_sink::MappedColumn;
+pub use pico_sink::kit::MappedColumn;
 /// The conflict action and its reason live in the core crate, shared with other sinks.
-pub use pico_sink::{CHANGED_REASON, ConflictAction};
+pub use pico_sink::kit::{CHANGED_REASON, ConflictAction};
 pub use record::{CommonFields, common_fields, json_has_nul};
 pub use relation::{NameUse, RelationKind};
 pub use replay::{

@@ -1,13 +1,13 @@
 //! Mapped columns with PostgreSQL's text rule (no NUL).
 
-use pico_sink::MappedColumn;
+use pico_sink::kit::MappedColumn;
 
-/// [`pico_sink::extract_mapped`], refusing NUL characters, which text columns cannot store.
+/// [`pico_sink::kit::extract_mapped`], refusing NUL characters, which text columns cannot store.
 pub fn extract_mapped(
     value: &serde_json::Value,
     columns: &[MappedColumn],
 ) -> Result<Vec<Option<String>>, String> {
-    let fields = pico_sink::extract_mapped(value, columns)?;
+    let fields = pico_sink::kit::extract_mapped(value, columns)?;
     if let Some(i) = fields
         .iter()
         .position(|f| f.as_deref().is_some_and(|t| t.contains('\0')))

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use pico_sink::Record;
 use pico_sink::identity::Scope;
-use pico_sink::{Payload, Record};
+use pico_sink::kit::Payload;
 
 /// PostgreSQL's (and Redshift's) timestamptz range, in ms since the Unix epoch.
 const TS_MIN_MS: i64 = -210_866_803_200_000;

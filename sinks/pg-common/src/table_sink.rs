@@ -105,7 +105,7 @@ fn check<D: Dialect>(config: &D::Config) -> Result<(), SinkError> {
             "keep_value is false and no mapped_columns are set: the sink would store no payload",
         ));
     }
-    pico_sink::check_mapped_columns(settings.mapped_columns)?;
+    pico_sink::kit::check_mapped_columns(settings.mapped_columns)?;
     D::check(config)
 }
 

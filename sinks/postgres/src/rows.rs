@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use pico_pg_common::{common_fields, extract_mapped, json_has_nul};
-use pico_sink::{Batch, RejectedRecord, convert_records};
+use pico_sink::kit::convert_records;
+use pico_sink::{Batch, RejectedRecord};
 
 use crate::config::{PostgresSinkConfig, ValueColumn};
 

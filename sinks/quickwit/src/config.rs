@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use pico_http_common::HttpSettings;
-use pico_sink::DocumentShape;
 use pico_sink::config::namespace;
 use pico_sink::identity::Scope;
+use pico_sink::kit::DocumentShape;
 use serde::{Deserialize, Serialize};
 
 /// The ingest `commit` parameter; in a file `"wait_for"` or `"force"`.

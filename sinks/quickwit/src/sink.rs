@@ -4,9 +4,9 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use pico_http_common::{Advice, HttpClient, Reply, base_url, chunks, exchange};
+use pico_sink::kit::{Attempt, Isolator, convert_records, document_json};
 use pico_sink::{
-    Attempt, Batch, Claim, Description, Isolator, Outcome, RejectedRecord, Scenario, Sink,
-    SinkError, WriteReport, convert_records, document_json,
+    Batch, Claim, Description, Outcome, RejectedRecord, Scenario, Sink, SinkError, WriteReport,
 };
 use reqwest::header::CONTENT_TYPE;
 use tracing::{debug, warn};
@@ -274,10 +274,6 @@ impl Sink for QuickwitSink {
             },
             rejected,
         ))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

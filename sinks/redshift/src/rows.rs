@@ -5,7 +5,8 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use pico_pg_common::{common_fields, extract_mapped};
-use pico_sink::{Batch, RejectedRecord, convert_records};
+use pico_sink::kit::convert_records;
+use pico_sink::{Batch, RejectedRecord};
 
 use crate::config::RedshiftSinkConfig;
 

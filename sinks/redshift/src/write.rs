@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use pico_pg_common::{ConflictAction, Failure, classify, quote_ident};
 use pico_sink::identity::columns;
-use pico_sink::{Attempt, Isolator, RejectedRecord, WriteReport};
+use pico_sink::kit::{Attempt, Isolator};
+use pico_sink::{RejectedRecord, WriteReport};
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 

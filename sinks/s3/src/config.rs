@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use pico_sink::Secret;
 use pico_sink::config::{millis, namespace};
 use pico_sink::identity::Scope;
+use pico_sink::kit::Secret;
 use serde::{Deserialize, Serialize};
 
 /// Configuration of [`crate::S3Sink`]. `Debug` never prints the secret key. Read from a file

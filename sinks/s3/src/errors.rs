@@ -50,8 +50,8 @@ pub(crate) fn classify<
         // No HTTP answer: connection, timeout, dispatch; an unknown host or a TLS mismatch
         // never heals.
         _ => {
-            let reason = pico_sink::error_chain(e);
-            S3Failure::Other(match pico_sink::unhealable_connect_failure(&reason) {
+            let reason = pico_sink::kit::error_chain(e);
+            S3Failure::Other(match pico_sink::kit::unhealable_connect_failure(&reason) {
                 Some(advice) => SinkError::fatal(format!("{what}: {reason} — {advice}")),
                 None => SinkError::retryable(format!("{what}: {reason}")),
             })

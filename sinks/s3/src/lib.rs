@@ -3,7 +3,7 @@
 //! Each batch becomes one object whose key is a function of its identity alone:
 //! `{prefix}/[{namespace}/]{topic-segment}/{partition}/{first:020}-{last:020}.jsonl[.gz]`
 //! (the topic segment is the injective S3 encoding of `pico-identity`; zero-padded offsets make
-//! LIST order offset order). Objects hold JSON lines of [`pico_sink::Envelope`]s, so every
+//! LIST order offset order). Objects hold JSON lines of [`pico_sink::kit::Envelope`]s, so every
 //! record carries its identity.
 //!
 //! * **Conditional create.** `PutObject` with `If-None-Match: *`: a replay of the same batch (a

@@ -9,9 +9,8 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_s3::primitives::ByteStream;
 use pico_sink::identity::{BatchId, Scope};
-use pico_sink::{
-    Batch, Claim, Description, Envelope, Outcome, Scenario, Sink, SinkError, WriteReport,
-};
+use pico_sink::kit::Envelope;
+use pico_sink::{Batch, Claim, Description, Outcome, Scenario, Sink, SinkError, WriteReport};
 use tracing::debug;
 
 use crate::config::{S3SinkConfig, extension};
@@ -74,7 +73,7 @@ impl S3Sink {
             builder = builder.endpoint_url(endpoint);
         }
         let server = match &config.endpoint {
-            Some(endpoint) => pico_sink::url_origin(endpoint),
+            Some(endpoint) => pico_sink::kit::url_origin(endpoint),
             None => format!("AWS S3 in {}", config.region),
         };
         Ok(Self::build(
@@ -91,10 +90,15 @@ impl S3Sink {
     pub fn with_client(client: Client, config: S3SinkConfig) -> Result<Self, SinkError> {
         let instead = "S3SinkConfig::new(bucket, prefix)";
         if let Some(endpoint) = &config.endpoint {
-            pico_sink::refuse_unused_setting("endpoint", endpoint, "S3Sink::with_client", instead)?;
+            pico_sink::kit::refuse_unused_setting(
+                "endpoint",
+                endpoint,
+                "S3Sink::with_client",
+                instead,
+            )?;
         }
         if let Some((key, _)) = &config.credentials {
-            pico_sink::refuse_unused_setting(
+            pico_sink::kit::refuse_unused_setting(
                 "credentials, for the access key",
                 key,
                 "S3Sink::with_client",
@@ -312,10 +316,6 @@ impl Sink for S3Sink {
             "object stored"
         );
         Ok(report.into())
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -1,7 +1,7 @@
 //! A sink that prints every record as one JSON line carrying its identity.
 //!
 //! A replay prints the batch again: stdout has no way to refuse a line. The identity
-//! (`pico_id`, `pico_topic`, `pico_partition`, `pico_offset`, see [`pico_sink::Envelope`]) is in
+//! (`pico_id`, `pico_topic`, `pico_partition`, `pico_offset`, see [`pico_sink::kit::Envelope`]) is in
 //! every line, so a consumer of the output can drop repeats by `pico_id`.
 //!
 //! ```
@@ -25,9 +25,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use pico_sink::identity::Scope;
-use pico_sink::{
-    Batch, Claim, Description, Envelope, Outcome, Scenario, Sink, SinkError, WriteReport,
-};
+use pico_sink::kit::Envelope;
+use pico_sink::{Batch, Claim, Description, Outcome, Scenario, Sink, SinkError, WriteReport};
 use tracing::debug;
 
 /// Writes JSON lines to any [`Write`] (stdout by default). Batches of concurrent partitions
@@ -82,10 +81,6 @@ fn io_error(e: io::Error) -> SinkError {
 
 #[async_trait]
 impl<W: Write + Send> Sink for StdoutSink<W> {
-    async fn open(&self) -> Result<(), SinkError> {
-        Ok(())
-    }
-
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         // Serialized before taking the writer; written with one call under the lock, so a
         // future dropped before it wrote nothing and concurrent batches never interleave.

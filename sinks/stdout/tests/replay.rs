@@ -5,7 +5,8 @@
 use std::io::{self, Write};
 
 use pico_sink::identity::{RecordId, Scope};
-use pico_sink::{Batch, Envelope, Record, Sink, SinkError};
+use pico_sink::kit::Envelope;
+use pico_sink::{Batch, Record, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 
 fn batch() -> Batch {

@@ -16,7 +16,7 @@
 //!
 //! The content carries `pico_topic`, `pico_partition`, `pico_offset`, `pico_digest`, `key`, `value`,
 //! `headers` and `ts` (milliseconds; the names of `pico_identity::columns`); payloads are stored as `{json: …}`, `{text: …}` or
-//! `{base64: …}` ([`pico_sink::Payload`]). Offsets above `i64::MAX` are rejected with their
+//! `{base64: …}` ([`pico_sink::kit::Payload`]). Offsets above `i64::MAX` are rejected with their
 //! offset (SurrealDB integers are signed 64-bit).
 
 mod sink;

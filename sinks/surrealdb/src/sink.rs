@@ -5,10 +5,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use pico_sink::config::namespace;
 use pico_sink::identity::{Scope, columns};
-use pico_sink::{
-    Batch, CHANGED_REASON, Claim, ConflictAction, Description, EnvelopeHeader, Outcome, Payload,
-    RejectedRecord, Secret, Sink, SinkError, WriteReport,
-};
+use pico_sink::kit::{CHANGED_REASON, ConflictAction, EnvelopeHeader, Payload, Secret};
+use pico_sink::{Batch, Claim, Description, Outcome, RejectedRecord, Sink, SinkError, WriteReport};
 use serde::{Deserialize, Serialize};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
@@ -109,7 +107,9 @@ const HELD_STATEMENT: usize = 2;
 
 fn error(e: surrealdb::Error, what: &str) -> SinkError {
     let text = e.to_string();
-    if let Some(advice) = pico_sink::unhealable_connect_failure(&pico_sink::error_chain(&e)) {
+    if let Some(advice) =
+        pico_sink::kit::unhealable_connect_failure(&pico_sink::kit::error_chain(&e))
+    {
         return SinkError::fatal(format!("{what}: {text} — {advice}")).with_source(e);
     }
     // Connection problems and aborted optimistic transactions (a concurrent writer) pass;
@@ -150,9 +150,14 @@ impl SurrealSink {
     /// URL or credentials in it would not be used, and are refused.
     pub fn with_client(db: Surreal<Any>, config: SurrealSinkConfig) -> Result<Self, SinkError> {
         let instead = "SurrealSinkConfig::for_table(table)";
-        pico_sink::refuse_unused_setting("url", &config.url, "SurrealSink::with_client", instead)?;
+        pico_sink::kit::refuse_unused_setting(
+            "url",
+            &config.url,
+            "SurrealSink::with_client",
+            instead,
+        )?;
         if let Some((user, _)) = &config.credentials {
-            pico_sink::refuse_unused_setting(
+            pico_sink::kit::refuse_unused_setting(
                 "credentials, for the user",
                 user,
                 "SurrealSink::with_client",
@@ -377,10 +382,6 @@ impl Sink for SurrealSink {
             "upserted"
         );
         Ok(Outcome::new(tally.report, rejected).with_changed(tally.changed))
-    }
-
-    async fn close(&self) -> Result<(), SinkError> {
-        Ok(())
     }
 
     fn describe(&self) -> Description {

@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 use pico_sink::identity::RecordId;
-use pico_sink::{Batch, CHANGED_REASON, ConflictAction, Outcome, Record, Sink};
+use pico_sink::kit::{CHANGED_REASON, ConflictAction};
+use pico_sink::{Batch, Outcome, Record, Sink};
 use pico_sink_surrealdb::{SurrealSink, SurrealSinkConfig};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;

@@ -1,12 +1,12 @@
 //! Read-back helpers more than one destination uses: the pico envelope, as a document store,
 //! a search index, a JSON-lines file or an HTTP body holds it, back into a row the judge counts.
 
-use pico_sink::Envelope;
 use pico_sink::identity::Scope;
+use pico_sink::kit::Envelope;
 
 use pico_conformance::target::{PayloadForm, ReadRow, Readback, checksum, payload_checksum};
 
-/// Reads a stored JSON document in [`pico_sink::DocumentShape::Envelope`] (document stores
+/// Reads a stored JSON document in [`pico_sink::kit::DocumentShape::Envelope`] (document stores
 /// and search indexes, which normalize JSON) back into a row with a [`PayloadForm::Json`]
 /// checksum.
 pub(crate) fn row_from_document(document: serde_json::Value) -> Result<ReadRow, String> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use pico_http_endpoint::{Endpoint, EndpointConfig, KEY_RETENTION, KeyPolicy};
-use pico_sink::Envelope;
+use pico_sink::kit::Envelope;
 use pico_sink_http::{HttpSink, HttpSinkConfig};
 use tokio::sync::Mutex;
 

@@ -25,7 +25,7 @@ pub async fn s3(size: BenchSize) -> Result<SinkBench, String> {
             let b = batch(rep as u32, 0, records);
             let mut body = Vec::new();
             for r in b.records() {
-                let envelope = pico_sink::Envelope::from_record(&Default::default(), r);
+                let envelope = pico_sink::kit::Envelope::from_record(&Default::default(), r);
                 serde_json::to_writer(&mut body, &envelope).map_err(|e| e.to_string())?;
                 body.push(b'\n');
             }

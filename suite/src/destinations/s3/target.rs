@@ -14,7 +14,7 @@ use pico_conformance::provider::ProviderKind;
 use pico_conformance::target::{
     Destination, PayloadForm, ReadRow, Readback, SinkUnderTest, Target,
 };
-use pico_sink::Envelope;
+use pico_sink::kit::Envelope;
 use pico_sink_s3::{S3Sink, S3SinkConfig};
 
 use crate::destinations::read::row_from_envelope;

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use pico_conformance::target::ServerInfo;
-use pico_sink::Envelope;
+use pico_sink::kit::Envelope;
 
 use crate::destinations::read::row_from_envelope;
 use crate::destinations::runtime::{Runtime, RuntimeDestination, Stored, boxed};

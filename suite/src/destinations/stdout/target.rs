@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use pico_sink::Envelope;
 use pico_sink::identity::Scope;
+use pico_sink::kit::Envelope;
 use pico_sink_stdout::StdoutSink;
 
 use pico_conformance::fault::{FaultMode, FaultState};

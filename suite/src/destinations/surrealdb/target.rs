@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pico_sink::Payload;
 use pico_sink::identity::RecordId;
+use pico_sink::kit::Payload;
 use pico_sink_surrealdb::{SurrealSink, SurrealSinkConfig};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
