@@ -5,6 +5,7 @@
 
 use pico_conformance::scenarios::sample_batch;
 use pico_sink::identity::RecordId;
+use pico_sink::testing::batch_of;
 use pico_sink::{Batch, Record, Sink, SinkError};
 use pico_sink_postgres::{
     ConflictAction, MappedColumn, PostgresSink, PostgresSinkConfig, ValueColumn,
@@ -25,13 +26,7 @@ async fn server() -> Option<PgServer> {
 }
 
 fn records(values: &[(u64, &str)]) -> Batch {
-    Batch::new(
-        values
-            .iter()
-            .map(|(o, v)| Record::new(RecordId::new("t", 0, *o), v.to_string()))
-            .collect(),
-    )
-    .unwrap()
+    batch_of("t", 0, values)
 }
 
 fn fatal_message(r: Result<impl std::fmt::Debug, SinkError>) -> String {

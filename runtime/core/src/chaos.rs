@@ -200,19 +200,15 @@ mod tests {
 
     use std::sync::Arc;
 
-    use pico_sink::identity::{RecordId, Scope};
-    use pico_sink::{Batch, Record, Sink};
+    use pico_sink::identity::Scope;
+    use pico_sink::testing::batch_with;
+    use pico_sink::{Batch, Sink};
     use pico_sink_stdout::StdoutSink;
 
     use super::{CutBatch, PanicOnce};
 
     fn batch(records: u64) -> Batch {
-        Batch::new(
-            (10..10 + records)
-                .map(|o| Record::new(RecordId::new("t", 3, o), format!("v{o}")))
-                .collect(),
-        )
-        .unwrap()
+        batch_with("t", 3, 10..=9 + records, |o| format!("v{o}"))
     }
 
     fn lines(sink: &PanicOnce<StdoutSink<Vec<u8>>>) -> usize {

@@ -409,17 +409,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use pico_sink::identity::RecordId;
-    use pico_sink::{Record, RejectedRecord, WriteReport};
+    use pico_sink::testing::batch_with;
+    use pico_sink::{RejectedRecord, WriteReport};
 
     use super::*;
 
     fn batch(partition: u32, n: u64) -> Batch {
-        Batch::new(
-            (0..n)
-                .map(|o| Record::new(RecordId::new("orders", partition, o), "{}"))
-                .collect(),
-        )
-        .unwrap()
+        batch_with("orders", partition, 0..=n - 1, |_| "{}".to_owned())
     }
 
     /// The value of the sample whose line starts with `series` (name and labels as written).

@@ -28,6 +28,8 @@
 //!   ([`kit::Secret`], [`kit::redact_url`]).
 //! * [`config`], for a sink's configuration: serde helpers for durations, namespaces,
 //!   credentials and header lists.
+//! * `testing` (feature `testing`), for tests: batches built in one line, in-memory driver
+//!   hooks, and the checks of a configuration's file form (`config::checks`).
 
 mod batch;
 mod claim;
@@ -46,6 +48,8 @@ mod policy;
 mod record;
 mod secret;
 mod sink;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use batch::{Batch, BatchError};
 pub use claim::{Claim, Description, Scenario};

@@ -445,6 +445,7 @@ mod tests {
     use super::{loaded, transient_kernel_error, write_files};
     use crate::{DeltaSink, DeltaSinkConfig};
     use pico_sink::identity::{RecordId, Scope};
+    use pico_sink::testing::batch_with;
     use pico_sink::{Batch, CommitPolicy, Record, Sink};
 
     /// Parquet files directly in `dir` (an unpartitioned table's data files).
@@ -459,12 +460,7 @@ mod tests {
     }
 
     fn batch(first: u64, last: u64) -> Batch {
-        Batch::new(
-            (first..=last)
-                .map(|o| Record::new(RecordId::new("orders", 0, o), format!("v{o}")))
-                .collect(),
-        )
-        .unwrap()
+        batch_with("orders", 0, first..=last, |o| format!("v{o}"))
     }
 
     /// One commit of a commit-sized batch, then replays inside it and across its end: the

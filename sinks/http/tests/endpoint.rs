@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
+use pico_sink::testing::json_batch;
 use std::time::Duration;
 
 use pico_http_endpoint::{Endpoint, EndpointConfig, KeyPolicy};
@@ -12,12 +13,7 @@ use pico_sink::{Batch, Record, Sink, SinkError};
 use pico_sink_http::{BodyFormat, HttpSink, HttpSinkConfig};
 
 fn batch(first: u64, n: u64) -> Batch {
-    Batch::new(
-        (first..first + n)
-            .map(|o| Record::new(RecordId::new("orders", 0, o), format!("{{\"o\":{o}}}")))
-            .collect(),
-    )
-    .unwrap()
+    json_batch("orders", 0, first..=first + n - 1)
 }
 
 fn offsets(endpoint: &Endpoint) -> Vec<u64> {

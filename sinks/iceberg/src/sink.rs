@@ -401,6 +401,7 @@ impl Sink for IcebergSink {
 mod tests {
     use super::*;
     use pico_sink::identity::RecordId;
+    use pico_sink::testing::batch_with;
 
     /// A sink over a SQLite catalog and a warehouse inside `dir` (the same table for every
     /// sink made on one `dir`).
@@ -411,12 +412,7 @@ mod tests {
     }
 
     fn batch(first: u64, last: u64) -> Batch {
-        Batch::new(
-            (first..=last)
-                .map(|o| Record::new(RecordId::new("orders", 0, o), format!("v{o}")))
-                .collect(),
-        )
-        .unwrap()
+        batch_with("orders", 0, first..=last, |o| format!("v{o}"))
     }
 
     /// The sink asks its runtime for commit-sized batches, and a bound of 0 is refused at

@@ -2,20 +2,16 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
+use pico_sink::testing::json_batch;
 use std::io::{self, Write};
 
-use pico_sink::identity::{RecordId, Scope};
+use pico_sink::identity::Scope;
 use pico_sink::kit::Envelope;
-use pico_sink::{Batch, Record, Sink, SinkError};
+use pico_sink::{Batch, Sink, SinkError};
 use pico_sink_stdout::StdoutSink;
 
 fn batch() -> Batch {
-    Batch::new(
-        (0..3)
-            .map(|o| Record::new(RecordId::new("t", 0, o), format!("{{\"o\":{o}}}")))
-            .collect(),
-    )
-    .unwrap()
+    json_batch("t", 0, 0..=2)
 }
 
 #[tokio::test]

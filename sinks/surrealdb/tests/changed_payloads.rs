@@ -4,23 +4,15 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
-use pico_sink::identity::RecordId;
 use pico_sink::kit::{CHANGED_REASON, ConflictAction};
-use pico_sink::{Batch, Outcome, Record, Sink};
+use pico_sink::testing::batch_of;
+use pico_sink::{Batch, Outcome, Sink};
 use pico_sink_surrealdb::{SurrealSink, SurrealSinkConfig};
 use surrealdb::Surreal;
 use surrealdb::engine::any::Any;
 
 fn batch(records: &[(u64, &str)]) -> Batch {
-    Batch::new(
-        records
-            .iter()
-            .map(|(offset, value)| {
-                Record::new(RecordId::new("orders", 0, *offset), value.to_string())
-            })
-            .collect(),
-    )
-    .unwrap()
+    batch_of("orders", 0, records)
 }
 
 fn sink(db: &Surreal<Any>, table: &str, action: ConflictAction) -> SurrealSink {
