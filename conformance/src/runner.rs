@@ -246,7 +246,7 @@ pub async fn run_destination(
     progress: &dyn Progress,
 ) -> TargetReport {
     let scenarios: Vec<Scenario> = if scenarios.is_empty() {
-        scenarios::IMPLEMENTED.to_vec()
+        Scenario::ALL.to_vec()
     } else {
         scenarios.to_vec()
     };

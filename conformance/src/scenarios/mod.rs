@@ -35,21 +35,6 @@ use crate::target::{Destination, Readback, SinkUnderTest};
 pub use flaky::{FULL_BATCHES, REDUCED_BATCHES};
 pub use horizon::LATER_BATCHES;
 
-/// The scenarios this suite implements, in table order.
-pub const IMPLEMENTED: [Scenario; 11] = [
-    Scenario::ReplaySameBatch,
-    Scenario::ReplayRebatched,
-    Scenario::LostAck,
-    Scenario::Outage,
-    Scenario::ConcurrentPartitions,
-    Scenario::ZombieWriter,
-    Scenario::BadInput,
-    Scenario::MeterReadings,
-    Scenario::CancelledConsume,
-    Scenario::FlakyNetwork,
-    Scenario::ReplayAfterHorizon,
-];
-
 /// How large the long scenarios run (flaky-network): the main job runs them in full, CI at a
 /// reduced but still meaningful size. The report records which size ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use pico_conformance::report::{
     splice_verdicts,
 };
 use pico_conformance::runner::{self, Progress, RunOptions};
-use pico_conformance::scenarios::{IMPLEMENTED, SuiteSize};
+use pico_conformance::scenarios::SuiteSize;
 use pico_sink::Scenario;
 use pico_suite::destinations;
 
@@ -141,7 +141,7 @@ impl Progress for Display {
     fn skipped(&self, target: &str, reason: &str) {
         self.line(format!("[{target}] SKIPPED — not verified here: {reason}"));
         if let Some(bar) = &self.bar {
-            bar.inc(IMPLEMENTED.len() as u64);
+            bar.inc(Scenario::ALL.len() as u64);
         }
     }
     fn started(&self, target: &str, scenario: Scenario) {
@@ -299,7 +299,7 @@ async fn run(
         })
         .count();
     let per_target = if opts.scenarios.is_empty() {
-        IMPLEMENTED.len()
+        Scenario::ALL.len()
     } else {
         opts.scenarios.len()
     };
@@ -344,7 +344,7 @@ async fn run(
 
 async fn controls(size: SuiteSize, out: PathBuf, no_write: bool) -> Result<bool, String> {
     let display =
-        Display::new((pico_conformance_controls::Control::ALL.len() * IMPLEMENTED.len()) as u64);
+        Display::new((pico_conformance_controls::Control::ALL.len() * Scenario::ALL.len()) as u64);
     let table =
         pico_conformance_controls::run(size, pico_suite::code_version::code_version(), &display)
             .await;
@@ -414,7 +414,7 @@ fn main() -> ExitCode {
                 );
             }
             println!("scenarios:");
-            for s in IMPLEMENTED {
+            for s in Scenario::ALL {
                 println!("  {}", s.id());
             }
             Ok(true)
