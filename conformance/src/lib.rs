@@ -23,6 +23,14 @@
 //!   [`horizon::Upkeep`], what a destination did to go past it.
 //! * [`report`] — results, verdicts against each sink's `describe()` claim, and the generated
 //!   table.
+//!
+//! An outside sink author needs only the names at the root: implement [`Destination`] (build a
+//! [`SinkUnderTest`] on an isolated table, read back what it holds as [`ReadRow`]s in a
+//! [`Readback`], with the [`PayloadForm`] and [`payload_checksum`] the judge compares), then
+//! [`run_destination`] it with [`RunOptions`] and a [`SuiteSize`], and [`assert_conformant`] the
+//! [`TargetReport`] (or look at each cell's [`Verdict`]). `examples/sqlite-sink` does exactly
+//! that. The modules hold the rest: the suite's own targets, servers, fault proxies and report
+//! rendering.
 
 pub mod evidence;
 pub mod fault;
@@ -36,3 +44,10 @@ pub mod report;
 pub mod runner;
 pub mod scenarios;
 pub mod target;
+
+pub use report::{TargetReport, Verdict};
+pub use runner::{RunOptions, Silent, assert_conformant, run_destination};
+pub use scenarios::SuiteSize;
+pub use target::{
+    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, payload_checksum,
+};

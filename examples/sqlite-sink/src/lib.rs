@@ -3,7 +3,7 @@
 //! [`SqliteSink`] writes records into a SQLite table whose primary key is the record identity
 //! `(pico_topic, pico_partition, pico_offset)`; a batch is one transaction of
 //! `INSERT … ON CONFLICT DO NOTHING`, so a replayed batch changes nothing. Its test
-//! (`tests/conformance.rs`) implements `pico_conformance::target::Destination` — building a
+//! (`tests/conformance.rs`) implements `pico_conformance::Destination` — building a
 //! sink and reading the table back — and runs every scenario of the suite from `cargo test`.
 
 use std::path::{Path, PathBuf};

@@ -5,10 +5,9 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 use async_trait::async_trait;
-use pico_conformance::runner::{RunOptions, Silent, assert_conformant, run_destination};
-use pico_conformance::scenarios::SuiteSize;
-use pico_conformance::target::{
-    Destination, PayloadForm, ReadRow, Readback, ServerInfo, SinkUnderTest, payload_checksum,
+use pico_conformance::{
+    Destination, PayloadForm, ReadRow, Readback, RunOptions, ServerInfo, Silent, SinkUnderTest,
+    SuiteSize, Verdict, assert_conformant, payload_checksum, run_destination,
 };
 use pico_example_sqlite_sink::SqliteSink;
 use pico_sink::identity::RecordId;
@@ -104,8 +103,7 @@ async fn the_example_sink_passes_the_whole_suite() {
     assert!(
         row.scenarios.iter().all(|s| !matches!(
             s.verdict,
-            pico_conformance::report::Verdict::NotApplicable(_)
-                | pico_conformance::report::Verdict::NotExercised(_)
+            Verdict::NotApplicable(_) | Verdict::NotExercised(_)
         )),
         "{:?}",
         row.scenarios.iter().map(|s| &s.outcome).collect::<Vec<_>>()
