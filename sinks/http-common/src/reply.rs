@@ -76,10 +76,11 @@ impl Reply {
     /// honouring `Retry-After` for the transient statuses, `Fatal` with `advice` for the
     /// others. A sink gives its API's own statuses their meaning before calling this.
     pub fn failure(&self, what: &str, advice: &Advice) -> SinkError {
-        match advice.for_class(self.class()) {
-            Some(advice) => self.fatal(what, advice),
-            None if self.is_transient() => self.retryable(what),
-            None => self.fatal(what, "unexpected answer"),
+        match self.class() {
+            StatusClass::Transient => self.retryable(what),
+            StatusClass::Denied => self.fatal(what, advice.denied),
+            StatusClass::NotFound => self.fatal(what, advice.not_found),
+            StatusClass::Success | StatusClass::Other => self.fatal(what, "unexpected answer"),
         }
     }
 

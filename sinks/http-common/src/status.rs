@@ -44,18 +44,6 @@ pub struct Advice {
     pub not_found: &'static str,
 }
 
-impl Advice {
-    /// The advice for a fatal class; `None` for the classes that are not fatal.
-    pub fn for_class(&self, class: StatusClass) -> Option<&'static str> {
-        match class {
-            StatusClass::Denied => Some(self.denied),
-            StatusClass::NotFound => Some(self.not_found),
-            StatusClass::Other => Some("unexpected answer"),
-            StatusClass::Success | StatusClass::Transient => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
