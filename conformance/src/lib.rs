@@ -12,7 +12,7 @@
 //!   destination provides with each sink (`SinkUnderTest::faults`) or not.
 //! * [`proxy::FaultProxy`] — a TCP proxy between sink and destination that loses
 //!   acknowledgements, refuses connections (outage) or adds latency.
-//! * [`evidence::FaultCount`] — how often each scenario's fault happened; a cell whose fault
+//! * how often each scenario's fault happened is counted beside the cell; a cell whose fault
 //!   never happened is "not exercised", never a pass.
 //! * [`ledger::Ledger`] — the identity counter outside the sink: what was sent, what was
 //!   dead-lettered, and the comparison with what was read back.
@@ -21,23 +21,23 @@
 //!   flaky-network, replay-after-horizon.
 //! * [`horizon::Horizon`] — how far back a destination recognises a replay, and
 //!   [`horizon::Upkeep`], what a destination did to go past it.
-//! * [`report`] — results, verdicts against each sink's `describe()` claim, and the generated
-//!   table.
+//! * [`report`] — results and verdicts against each sink's `describe()` claim: the JSON record
+//!   of a run. The pages users read are rendered from it by the project's suite.
 //!
 //! An outside sink author needs only the names at the root: implement [`Destination`] (build a
 //! [`SinkUnderTest`] on an isolated table, read back what it holds as [`ReadRow`]s in a
 //! [`Readback`], with the [`PayloadForm`] and [`payload_checksum`] the judge compares), then
 //! [`run_destination`] it with [`RunOptions`] and a [`SuiteSize`], and [`assert_conformant`] the
 //! [`TargetReport`] (or look at each cell's [`Verdict`]). `examples/sqlite-sink` does exactly
-//! that. The modules hold the rest: the suite's own targets, servers, fault proxies and report
-//! rendering.
+//! that. The modules hold what a destination with a fault path, a replay horizon or
+//! its own server provider needs, and the report's data.
 
 pub mod evidence;
 pub mod fault;
 pub mod horizon;
 pub mod ledger;
 pub mod meter;
-pub mod overlap;
+mod overlap;
 pub mod provider;
 pub mod proxy;
 pub mod report;

@@ -60,14 +60,14 @@ pub trait Progress: Send + Sync {
     fn started(&self, target: &str, scenario: Scenario);
     /// A scenario ended.
     fn finished(&self, target: &str, report: &ScenarioReport);
-    /// A scenario is still running (every [`HEARTBEAT`]): `status` says how far it got.
+    /// A scenario is still running (every 30 s): `status` says how far it got.
     fn running(&self, target: &str, scenario: Scenario, status: &str) {
         let _ = (target, scenario, status);
     }
 }
 
 /// How often a long scenario reports that it is still running.
-pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs `work`, reporting `every` while it runs how long it has run and what `ledger` counted.
 async fn with_heartbeat<T>(
@@ -122,7 +122,7 @@ pub fn selects(selector: &str, target: &str) -> bool {
 }
 
 /// A name no earlier run used: `pico-<scenario>-<nonce>`.
-pub fn isolation_name(scenario: Scenario) -> String {
+pub(crate) fn isolation_name(scenario: Scenario) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -183,7 +183,7 @@ pub async fn run(
 
 /// The order to start `names` in (indices into it): the longest by `last_seconds` first, then
 /// the untimed ones in their own order.
-pub fn start_order(names: &[&str], last_seconds: &BTreeMap<String, u64>) -> Vec<usize> {
+pub(crate) fn start_order(names: &[&str], last_seconds: &BTreeMap<String, u64>) -> Vec<usize> {
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by_key(|&i| (Reverse(last_seconds.get(names[i]).copied()), i));
     order

@@ -5,7 +5,80 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use pico_conformance::meter::{DeliveryMode, deliver, generate_source, python_report};
+use pico_conformance::meter::{
+    DeliveryMode, Pipeline, deliver, generate_source, run_pipeline, serving_diff,
+};
+
+/// The module's name for a delivery mode.
+fn python_name(mode: DeliveryMode) -> &'static str {
+    match mode {
+        DeliveryMode::AtMostOnce => "at_most_once",
+        DeliveryMode::AtLeastOnce => "at_least_once",
+        DeliveryMode::Keyed => "exactly_once",
+    }
+}
+
+/// Python's `repr` of a float (shortest round-trip digits, `.0` on whole numbers).
+fn py_float(x: f64) -> String {
+    let s = format!("{x}");
+    if s.contains(['.', 'e', 'i', 'N']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// Python's `repr` of a `{str: float}` dict in insertion order.
+fn py_dict(items: &[(String, f64)]) -> String {
+    let inner: Vec<String> = items
+        .iter()
+        .map(|(k, v)| format!("'{k}': {}", py_float(*v)))
+        .collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+/// The port's figures as exactly the text `python3 meter_readings.py` prints.
+fn python_report() -> String {
+    let raw = generate_source();
+    let base = run_pipeline(&raw, Pipeline::WithDedupe);
+    let mut out = format!(
+        "rows {} consumption {} summary cells {}\nserving {}\n",
+        raw.len(),
+        base.consumption_rows,
+        base.summary.len(),
+        py_dict(&base.serving)
+    );
+    for mode in [
+        DeliveryMode::AtMostOnce,
+        DeliveryMode::AtLeastOnce,
+        DeliveryMode::Keyed,
+    ] {
+        for pipeline in [Pipeline::WithDedupe, Pipeline::WithoutDedupe] {
+            let delivered = deliver(&raw, mode);
+            let f = run_pipeline(&delivered.records, pipeline);
+            let diff = serving_diff(&f.serving, &base.serving);
+            out.push_str(&format!(
+                "{} {} rows {} lost {} dup {} consumption {} dirty {} diff {}\n",
+                python_name(mode),
+                match pipeline {
+                    Pipeline::WithDedupe => "dedupe",
+                    Pipeline::WithoutDedupe => "no-dedupe",
+                },
+                delivered.records.len(),
+                delivered.lost.len(),
+                delivered.duplicated.len(),
+                f.consumption_rows,
+                f.polluted_cells(&base),
+                if diff.is_empty() {
+                    "empty".to_owned()
+                } else {
+                    py_dict(&diff)
+                }
+            ));
+        }
+    }
+    out
+}
 
 fn script() -> Option<PathBuf> {
     // At run time: the compile-time value names whichever checkout last built this binary.

@@ -15,4 +15,5 @@ pub mod destinations;
 pub mod images;
 pub mod measure;
 pub mod provide;
+pub mod render;
 pub mod serve;

@@ -2,14 +2,14 @@
 
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
-use pico_conformance::report::{
-    Report, TargetStatus, render_crate_verdicts, render_html, render_markdown, short_verdict,
-    splice_verdicts,
-};
+use pico_conformance::report::{Report, TargetStatus};
 use pico_conformance::runner::{self, RunOptions, Silent};
 use pico_conformance::scenarios::SuiteSize;
 use pico_sink::Scenario;
 use pico_suite::destinations;
+use pico_suite::render::{
+    render_crate_verdicts, render_html, render_markdown, short_verdict, splice_verdicts,
+};
 use pico_workspace_tests::{sink_crates, workspace_root};
 
 fn committed() -> Report {

@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use pico_conformance::report::{Report, TargetStatus, short_verdict};
+use pico_conformance::report::{Report, TargetStatus};
+use pico_suite::render::short_verdict;
 use pico_workspace_tests::workspace_root;
 
 /// Debian's `chromium` (or another Chromium build) on `PATH`.

@@ -97,15 +97,6 @@ impl DeliveryMode {
         DeliveryMode::Keyed,
     ];
 
-    /// The module's name for the mode.
-    pub fn python_name(self) -> &'static str {
-        match self {
-            DeliveryMode::AtMostOnce => "at_most_once",
-            DeliveryMode::AtLeastOnce => "at_least_once",
-            DeliveryMode::Keyed => "exactly_once",
-        }
-    }
-
     /// Our name for the mode.
     pub fn id(self) -> &'static str {
         match self {

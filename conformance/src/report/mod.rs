@@ -1,28 +1,20 @@
 //! Results, verdicts against each sink's claims, and the generated table.
 //!
-//! The JSON file is the record of a run; the Markdown file is rendered from it alone
-//! ([`render_markdown`]), so the two always agree and neither is edited by hand.
+//! The JSON file is the record of a run; the pages users read are rendered from it alone (by the
+//! project's suite, `pico_suite::render`), so they always agree and neither is edited by hand.
 
 use std::collections::BTreeMap;
 
 use pico_sink::{Claim, Scenario};
 
-mod cell;
 mod controls;
 mod finding;
-mod html;
 mod judge;
-mod markdown;
 mod provenance;
 
-pub use cell::{LEGEND, short_verdict};
 pub use controls::{ControlCell, ControlRow, ControlsTable, Mark};
 pub use finding::Finding;
-pub use html::render_html;
 pub use judge::{claim_words, judge};
-pub use markdown::{
-    VERDICTS_BEGIN, VERDICTS_END, render_crate_verdicts, render_markdown, splice_verdicts,
-};
 pub use provenance::Provenance;
 
 use serde::{Deserialize, Serialize};
@@ -337,6 +329,5 @@ mod tests {
             .map(|c| t.provenance(c).words())
             .collect();
         assert_eq!(words, ["2026-11-30 · full", "2026-12-01 · reduced · abc"]);
-        assert_eq!(markdown::ran(t), "native · mixed");
     }
 }

@@ -33,18 +33,6 @@ impl Provenance {
     }
 }
 
-/// The words for a set of cells' sizes: the one size they share, or `mixed`.
-pub(super) fn sizes_words(sizes: impl IntoIterator<Item = Option<SuiteSize>>) -> Option<String> {
-    let mut seen: Vec<SuiteSize> = sizes.into_iter().flatten().collect();
-    seen.sort_by_key(|s| s.id());
-    seen.dedup();
-    match seen.as_slice() {
-        [] => None,
-        [one] => Some(one.id().to_owned()),
-        _ => Some("mixed".to_owned()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,14 +53,5 @@ mod tests {
             seconds: None,
         };
         assert_eq!(old.words(), "2026-11-30");
-        assert_eq!(
-            sizes_words([Some(SuiteSize::Full), None, Some(SuiteSize::Full)]).as_deref(),
-            Some("full")
-        );
-        assert_eq!(
-            sizes_words([Some(SuiteSize::Full), Some(SuiteSize::Reduced)]).as_deref(),
-            Some("mixed")
-        );
-        assert_eq!(sizes_words([None]), None);
     }
 }

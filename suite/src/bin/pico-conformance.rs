@@ -8,14 +8,12 @@ use std::sync::Mutex;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use pico_conformance::provider::ProviderKind;
-use pico_conformance::report::{
-    Report, ScenarioReport, Verdict, render_crate_verdicts, render_html, render_markdown,
-    splice_verdicts,
-};
+use pico_conformance::report::{Report, ScenarioReport, Verdict};
 use pico_conformance::runner::{self, Progress, RunOptions};
 use pico_conformance::scenarios::SuiteSize;
 use pico_sink::Scenario;
 use pico_suite::destinations;
+use pico_suite::render::{render_crate_verdicts, render_html, render_markdown, splice_verdicts};
 
 #[derive(Parser)]
 #[command(

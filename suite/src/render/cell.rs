@@ -1,8 +1,9 @@
 //! One short verdict per summary cell, and the legend that explains the marks.
 
+use pico_conformance::horizon::Horizon;
+use pico_conformance::ledger::Measured;
+use pico_conformance::report::{ScenarioReport, Verdict};
 use pico_sink::Claim;
-
-use super::{ScenarioReport, Verdict};
 
 /// The marks of the summary, each with what it means.
 pub const LEGEND: [(&str, &str); 8] = [
@@ -43,7 +44,7 @@ pub const LEGEND: [(&str, &str); 8] = [
 /// The summary cell for one scenario: a mark and at most a few words (never over 40 characters).
 pub fn short_verdict(r: &ScenarioReport) -> String {
     let m = r.measured.as_ref();
-    let count = |f: fn(&crate::ledger::Measured) -> usize| m.map_or(0, f);
+    let count = |f: fn(&Measured) -> usize| m.map_or(0, f);
     let mut text = match &r.verdict {
         Verdict::NotApplicable(_) => return "n/a".to_owned(),
         Verdict::NotExercised(_) => return "○ not exercised".to_owned(),
@@ -85,11 +86,11 @@ pub fn short_verdict(r: &ScenarioReport) -> String {
 
 /// The horizon a replay-after-horizon cell went past, in short, where it has one (a count or
 /// a duration).
-fn bounded_horizon(m: Option<&crate::ledger::Measured>) -> Option<String> {
+fn bounded_horizon(m: Option<&Measured>) -> Option<String> {
     m.and_then(|m| m.upkeep.as_ref())
         .map(|u| &u.horizon)
         .filter(|h| h.is_bounded())
-        .map(crate::horizon::Horizon::short)
+        .map(Horizon::short)
 }
 
 /// The class of a verdict, for colouring: `ok`, `overwrite`, `repeat`, `fail`, `na`.
@@ -112,7 +113,6 @@ pub(super) fn kind(r: &ScenarioReport) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::Measured;
     use pico_sink::Scenario;
 
     fn report(claim: Claim, verdict: Verdict, m: Measured) -> ScenarioReport {
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_cell_beyond_a_bounded_horizon_says_so() {
-        use crate::horizon::{Horizon, Upkeep};
+        use pico_conformance::horizon::Upkeep;
         let after = |horizon: Horizon, visible_duplicates| Measured {
             visible_duplicates,
             upkeep: Some(Upkeep::of(horizon)),

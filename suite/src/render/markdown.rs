@@ -5,10 +5,13 @@ use std::fmt::Write as _;
 
 use pico_sink::Scenario;
 
+use pico_conformance::SuiteSize;
+use pico_conformance::horizon::Upkeep;
+use pico_conformance::meter::DeliveryMode;
+use pico_conformance::report::{Report, TargetReport, TargetStatus, Verdict, claim_words};
+use pico_conformance::scenarios::meter::ModeFigures;
+
 use super::cell::{LEGEND, short_verdict};
-use super::judge::claim_words;
-use super::{Report, TargetReport, TargetStatus, Verdict};
-use crate::scenarios::meter::ModeFigures;
 
 /// Escapes a table cell.
 fn cell(text: &str) -> String {
@@ -27,9 +30,21 @@ pub(super) fn scenarios(report: &Report) -> Vec<Scenario> {
     all
 }
 
+/// The words for a set of cells' sizes: the one size they share, or `mixed`.
+fn sizes_words(sizes: impl IntoIterator<Item = Option<SuiteSize>>) -> Option<String> {
+    let mut seen: Vec<SuiteSize> = sizes.into_iter().flatten().collect();
+    seen.sort_by_key(|s| s.id());
+    seen.dedup();
+    match seen.as_slice() {
+        [] => None,
+        [one] => Some(one.id().to_owned()),
+        _ => Some("mixed".to_owned()),
+    }
+}
+
 /// How a target ran, in a few words (`native · full`), or `—`.
 pub(super) fn ran(t: &TargetReport) -> String {
-    let sizes = super::provenance::sizes_words(
+    let sizes = sizes_words(
         t.scenarios
             .iter()
             .map(|c| t.provenance(c).size)
@@ -60,7 +75,7 @@ pub(super) fn horizon_cell(t: &TargetReport) -> String {
 }
 
 /// The upkeep of a target's replay-after-horizon cell, with the horizon it named.
-pub(super) fn horizon_of(t: &TargetReport) -> Option<&crate::horizon::Upkeep> {
+pub(super) fn horizon_of(t: &TargetReport) -> Option<&Upkeep> {
     if t.status != TargetStatus::Verified {
         return None;
     }
@@ -94,10 +109,7 @@ pub(super) fn meter_figures(t: &TargetReport) -> Option<&[ModeFigures]> {
 }
 
 /// The figures of one mode.
-pub(super) fn mode(
-    figures: &[ModeFigures],
-    mode: crate::meter::DeliveryMode,
-) -> Option<&ModeFigures> {
+pub(super) fn mode(figures: &[ModeFigures], mode: DeliveryMode) -> Option<&ModeFigures> {
     figures.iter().find(|f| f.mode == mode)
 }
 
@@ -216,7 +228,7 @@ pub fn render_markdown(report: &Report) -> String {
 /// What each target's replay horizon is, what the suite did to go past it, and what an old
 /// batch replayed beyond it became.
 fn render_horizons(report: &Report, md: &mut String) {
-    let rows: Vec<(&TargetReport, &crate::horizon::Upkeep)> = report
+    let rows: Vec<(&TargetReport, &Upkeep)> = report
         .targets
         .iter()
         .filter_map(|t| horizon_of(t).map(|u| (t, u)))
@@ -252,7 +264,7 @@ the destination holds what it replays; a count or a duration is where recognitio
 last column shows what a replay past it left.";
 
 fn render_meter(report: &Report, md: &mut String) {
-    use crate::meter::DeliveryMode::{AtLeastOnce, AtMostOnce, Keyed};
+    use DeliveryMode::{AtLeastOnce, AtMostOnce, Keyed};
     let rows: Vec<(&TargetReport, &[ModeFigures])> = report
         .targets
         .iter()
@@ -432,4 +444,22 @@ pub fn splice_verdicts(readme: &str, block: &str) -> Option<String> {
     let start = readme.find(VERDICTS_BEGIN)? + VERDICTS_BEGIN.len();
     let end = start + readme[start..].find(VERDICTS_END)?;
     Some(format!("{}\n{block}{}", &readme[..start], &readme[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_names_the_one_size_its_cells_share_or_mixed() {
+        assert_eq!(
+            sizes_words([Some(SuiteSize::Full), None, Some(SuiteSize::Full)]).as_deref(),
+            Some("full")
+        );
+        assert_eq!(
+            sizes_words([Some(SuiteSize::Full), Some(SuiteSize::Reduced)]).as_deref(),
+            Some("mixed")
+        );
+        assert_eq!(sizes_words([None]), None);
+    }
 }

@@ -3,13 +3,15 @@
 
 use std::fmt::Write as _;
 
+use pico_conformance::ledger::Measured;
+use pico_conformance::meter::DeliveryMode;
+use pico_conformance::report::{Report, TargetReport, TargetStatus, claim_words};
+
 use super::cell::{LEGEND, kind};
-use super::judge::claim_words;
 use super::markdown::{
     METER_INTRO, horizon_cell, horizon_of, lost_by_sink, meter_figures, mode, ran, scenarios,
     serving_words, summary_cell, verdict_words,
 };
-use super::{Report, TargetReport, TargetStatus};
 
 /// Escapes text for HTML content and attribute values.
 pub(super) fn esc(text: &str) -> String {
@@ -159,7 +161,7 @@ pub fn render_html(report: &Report) -> String {
 }
 
 fn render_meter(report: &Report, h: &mut String) {
-    use crate::meter::DeliveryMode::{AtLeastOnce, AtMostOnce, Keyed};
+    use DeliveryMode::{AtLeastOnce, AtMostOnce, Keyed};
     let rows: Vec<_> = report
         .targets
         .iter()
@@ -237,9 +239,7 @@ fn render_details(t: &TargetReport, h: &mut String) {
     );
     for r in &t.scenarios {
         let m = r.measured.as_ref();
-        let num = |f: fn(&crate::ledger::Measured) -> usize| {
-            m.map_or(String::new(), |m| f(m).to_string())
-        };
+        let num = |f: fn(&Measured) -> usize| m.map_or(String::new(), |m| f(m).to_string());
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td>\
