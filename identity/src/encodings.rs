@@ -72,6 +72,13 @@ pub const ENCODINGS: &[EncodingInfo] = &[
         injectivity: SHA256,
     },
     EncodingInfo {
+        method: "nats_message_id",
+        used_by: "NATS JetStream Nats-Msg-Id header",
+        alphabet: "printable ASCII and space, % escapes the rest",
+        max_len: None,
+        injectivity: Injectivity::Injective,
+    },
+    EncodingInfo {
         method: "doris_label",
         used_by: "Apache Doris Stream Load label (per batch)",
         alphabet: "A-Z a-z 0-9 _ - :",
@@ -220,6 +227,20 @@ impl Scope {
     /// Decodes a [`Scope::meilisearch_key`]; `None` for hashed or foreign keys.
     pub fn parse_meilisearch_key(&self, key: &str) -> Option<RecordId> {
         self.parse_record(&unescape(key, b'_')?).ok()
+    }
+
+    /// NATS JetStream message id (`Nats-Msg-Id`): the canonical text with `%` and every byte
+    /// outside printable ASCII (space to `~`) written as `%XX`, so no header-breaking `\r`/`\n`
+    /// reaches the protocol. No length limit; injective and decodable.
+    pub fn nats_message_id(&self, id: &RecordId) -> String {
+        escape(&self.record_text(id), b'%', |b, _| {
+            (b' '..=b'~').contains(&b) && b != b'%'
+        })
+    }
+
+    /// Decodes a [`Scope::nats_message_id`]; `None` for a foreign id.
+    pub fn parse_nats_message_id(&self, text: &str) -> Option<RecordId> {
+        self.parse_record(&unescape(text, b'%')?).ok()
     }
 
     /// Doris Stream Load label for a batch: the canonical batch text with every byte outside

@@ -66,6 +66,7 @@ fn record_encodings(scope: &Scope, id: &RecordId) -> Vec<(&'static str, String)>
         ("record_text", scope.record_text(id)),
         ("elasticsearch_id", scope.elasticsearch_id(id)),
         ("meilisearch_key", scope.meilisearch_key(id)),
+        ("nats_message_id", scope.nats_message_id(id)),
         (
             "surreal_key",
             serde_json::to_string(&scope.surreal_key(id)).expect("json"),
@@ -116,6 +117,13 @@ proptest! {
         if !key.starts_with("sha256-") {
             prop_assert_eq!(scope.parse_meilisearch_key(&key), Some(id));
         }
+    }
+
+    #[test]
+    fn nats_message_id_round_trips_and_holds_no_line_break(id in record_id(), scope in scope()) {
+        let msg_id = scope.nats_message_id(&id);
+        prop_assert!(msg_id.bytes().all(|b| (b' '..=b'~').contains(&b)), "{msg_id:?}");
+        prop_assert_eq!(scope.parse_nats_message_id(&msg_id), Some(id));
     }
 
     #[test]
