@@ -19,7 +19,8 @@ fi
 command -v influxd >/dev/null 2>&1 || need+=(influxdb)
 # ClickHouse (Debian ships 18.16): the native provider of the ClickHouse target.
 [ -x /usr/sbin/clickhouse-server ] || command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server)
-# nats-server (JetStream): pico-nats's tests start it.
+# nats-server (JetStream): pico-nats's tests, the JetStream sink's tests and its conformance
+# target start it.
 command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 # hwloc: the Apache Iggy server binary pico-iggy's tests start (scripts/servers.sh) links it.
 { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep 'libhwloc\.so\.15' >/dev/null || need+=(libhwloc15)

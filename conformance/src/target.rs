@@ -189,6 +189,13 @@ pub trait Destination: Send + Sync {
     fn commit_off_the_fault_path(&self) -> Option<String> {
         None
     }
+    /// Whether the sink commits each record on a request of its own (a broker's publish with
+    /// its own acknowledgement), so a lost answer follows the commit of some records of a batch,
+    /// not of all: the lost-ack scenario then asks the destination to hold part of the batch
+    /// after the cut, and the read-back after the retry judges the rest.
+    fn commits_record_by_record(&self) -> bool {
+        false
+    }
     /// A new sink (a new instance, as after a restart) writing into `isolation`.
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String>;
     /// Waits until everything the destination accepted for `isolation` is visible to

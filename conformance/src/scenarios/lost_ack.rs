@@ -18,7 +18,8 @@ const ACKS_CUT: &str = "answers cut after the destination received the request";
 /// then for the large batch (10 MiB), which a sink may split into several requests.
 ///
 /// A destination that does not hold the whole 100-record batch after the cut fails the
-/// scenario: either the fault did not fall after the commit, or the sink lost what it had sent.
+/// scenario: either the fault did not fall after the commit, or the sink lost what it had sent
+/// (a destination committing record by record must hold part of it, as of the large batch).
 /// Of the large batch it must hold at least part (the request whose answer was cut); the
 /// read-back after the retry judges the rest. A sink whose own stack recovers from the cut
 /// answer before returning (its client retries the request) passes on its read-back alone, and
@@ -34,7 +35,12 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
         ));
     };
     let small = sample_batch(TOPIC, 0, 0..=99);
-    cut_once(ctx, &under_test, faults.as_ref(), &small, Hold::Whole).await?;
+    let hold = if ctx.dest.commits_record_by_record() {
+        Hold::Part
+    } else {
+        Hold::Whole
+    };
+    cut_once(ctx, &under_test, faults.as_ref(), &small, hold).await?;
     let large = sized_batch(TOPIC, 1, 0..=LARGE_BATCH - 1, LARGE_RECORD_BYTES);
     cut_once(ctx, &under_test, faults.as_ref(), &large, Hold::Part).await
 }
@@ -44,7 +50,8 @@ pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
 enum Hold {
     /// Every record: one request carries the batch.
     Whole,
-    /// At least one record: the sink may split the batch, and only one answer is cut.
+    /// At least one record: the sink may split the batch (or commit record by record), and
+    /// only one answer is cut.
     Part,
 }
 

@@ -182,6 +182,9 @@ sink_kinds! {
     /// Stream Load with the batch identity as its label.
     Doris = "doris" feature "doris": pico_sink_doris::DorisSinkConfig,
         scope(scope), open |c| pico_sink_doris::DorisSink::new(c)?;
+    /// Messages de-duplicated by a `Nats-Msg-Id` from the record identity.
+    Jetstream = "jetstream" feature "jetstream": pico_sink_jetstream::JetStreamSinkConfig,
+        scope(scope), open |c| pico_sink_jetstream::JetStreamSink::connect(c).await?;
 }
 
 impl<'de> Deserialize<'de> for SinkSettings {
@@ -292,6 +295,10 @@ mod tests {
         (
             "doris",
             "fe_url = \"http://fe:8030\"\ndatabase = \"d\"\ntable = \"t\"\n",
+        ),
+        (
+            "jetstream",
+            "url = \"nats://n:4222\"\nstream = \"S\"\nsubject = \"s.in\"\n",
         ),
     ];
 

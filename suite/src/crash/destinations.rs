@@ -211,6 +211,7 @@ mod tests {
                 "clickhouse",
                 "delta-s3",
                 "iceberg-s3",
+                "jetstream",
                 "meilisearch",
                 "quickwit"
             ]
@@ -227,6 +228,7 @@ mod tests {
                 "redshift",
                 "influxdb",
                 "iceberg-s3",
+                "jetstream",
                 "meilisearch",
                 "quickwit"
             ]

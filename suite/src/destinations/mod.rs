@@ -13,6 +13,7 @@ pub mod elasticsearch;
 pub mod http;
 pub mod iceberg;
 pub mod influxdb;
+pub mod jetstream;
 pub mod meilisearch;
 pub mod mongodb;
 pub mod postgres;
@@ -121,6 +122,10 @@ pub const ALL: &[Entry] = &[
         vec![Box::new(elasticsearch::ElasticsearchTarget)]
     }),
     Entry::of("mongodb", || vec![Box::new(mongodb::MongoTarget)]),
+    Entry {
+        runtime: Some(&jetstream::runtime::RUNTIME),
+        ..Entry::of("jetstream", || vec![Box::new(jetstream::JetStreamTarget)])
+    },
     Entry {
         runtime: Some(&meilisearch::runtime::RUNTIME),
         ..Entry::of("meilisearch", || {

@@ -11,6 +11,7 @@ use tokio::process::Command;
 use pico_conformance::target::ServerInfo;
 
 use crate::serve::native::{BinaryServer, NativeProcess, locate, printed_version, start};
+use crate::serve::server::Server;
 
 /// How the suite starts `nats-server`.
 struct NatsBinary;
@@ -88,5 +89,16 @@ impl NatsServer {
     /// Stops the server and removes its data.
     pub async fn stop(self) -> Result<(), String> {
         self.process.stop().await
+    }
+}
+
+#[async_trait::async_trait]
+impl Server for NatsServer {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    async fn stop(self) -> Result<(), String> {
+        NatsServer::stop(self).await
     }
 }

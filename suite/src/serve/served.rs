@@ -77,6 +77,11 @@ pub trait Store: Send + Sync + 'static {
     type Server: Server;
     /// Bytes of the committing request (lost-ack trigger); `None` when every request commits.
     fn lost_ack_trigger(&self) -> Option<&'static [u8]>;
+    /// Whether each record commits on a request of its own
+    /// ([`Destination::commits_record_by_record`]).
+    fn commits_record_by_record(&self) -> bool {
+        false
+    }
     /// A new sink writing into `isolation`, through a fault proxy of `served`.
     async fn sink(
         &self,
@@ -157,6 +162,10 @@ impl<St: Store> Destination for ServedDestination<St> {
 
     fn lost_ack_trigger(&self) -> Option<Vec<u8>> {
         self.store.lost_ack_trigger().map(<[u8]>::to_vec)
+    }
+
+    fn commits_record_by_record(&self) -> bool {
+        self.store.commits_record_by_record()
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
