@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The failure scenarios of the conformance suite.
+/// The failures a sink states its claims against ([`Description::with_claim`]): what a runtime
+/// can do to a batch (hand it over again, lose its answer, cancel it, ...). They are part of the
+/// contract because a claim is; the workloads that bring each one about, and judge the claim,
+/// are the conformance suite's (`pico_conformance::scenarios`). [`Scenario::ALL`] is the one list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
