@@ -43,7 +43,7 @@ impl FaultCount {
 
 /// Why a measurement does not exercise its scenario: the first fault that never happened, with
 /// its reason when the scenario gave one. `None` when every fault happened at least once.
-pub fn unexercised(faults: &[FaultCount]) -> Option<String> {
+pub(crate) fn unexercised(faults: &[FaultCount]) -> Option<String> {
     faults
         .iter()
         .find(|f| f.count == 0)

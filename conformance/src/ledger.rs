@@ -271,7 +271,7 @@ impl Ledger {
 
 /// A shareable ledger that also serves as the driver's hooks.
 #[derive(Debug, Clone, Default)]
-pub struct SharedLedger(Arc<Mutex<Ledger>>);
+pub(crate) struct SharedLedger(Arc<Mutex<Ledger>>);
 
 impl SharedLedger {
     /// A ledger comparing payloads in `form`.

@@ -216,7 +216,7 @@ fn fold_mode(into: &mut Measured, mode: DeliveryMode, other: Measured) {
 
 /// Runs the three modes; the table cell reports at-least-once's figures, the section every
 /// mode, and what any mode found wrong fails the cell.
-pub async fn run(ctx: &mut Ctx<'_>) -> Result<Measured, ScenarioError> {
+pub(crate) async fn run(ctx: &mut Ctx<'_>) -> Result<Measured, ScenarioError> {
     let raw = generate_source();
     let base = run_pipeline(&raw, Pipeline::WithDedupe);
     let claim = ctx

@@ -1,7 +1,8 @@
 //! The failure scenarios, each written once and run against every destination.
 //!
 //! Every scenario goes through the reference [`Driver`], records what it sends in a
-//! [`SharedLedger`] (the counter outside the sink), and ends by reading the destination back.
+//! shared [`crate::ledger::Ledger`] (the counter outside the sink), and ends by reading the
+//! destination back.
 //! Like a runtime, a scenario never stops at a transient failure: opening a sink is retried, a
 //! driver that gave up is restarted (as a supervisor restarts a pipeline) and the batch
 //! delivered again, and reading back is retried.
@@ -32,9 +33,6 @@ use crate::evidence::FaultCount;
 use crate::ledger::{Measured, SharedLedger};
 use crate::target::{Destination, Readback, SinkUnderTest};
 
-pub use flaky::{FULL_BATCHES, REDUCED_BATCHES};
-pub use horizon::LATER_BATCHES;
-
 /// How large the long scenarios run (flaky-network): the main job runs them in full, CI at a
 /// reduced but still meaningful size. The report records which size ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +57,7 @@ impl SuiteSize {
 
 /// Why a scenario produced no measurement.
 #[derive(Debug, Clone, Error)]
-pub enum ScenarioError {
+pub(crate) enum ScenarioError {
     /// The destination lacks a capability the scenario needs.
     #[error("not applicable: {0}")]
     NotApplicable(String),
@@ -69,7 +67,7 @@ pub enum ScenarioError {
 }
 
 /// What a scenario works with.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The destination under test.
     pub dest: &'a dyn Destination,
     /// This scenario's table/index/bucket.
@@ -95,7 +93,7 @@ pub const TOPIC: &str = "pico.conformance";
 
 /// Restarts of a stopped driver per batch before a scenario gives up: a supervisor restarts a
 /// failed pipeline, but a destination that stays unreachable this long is a failed scenario.
-pub const MAX_RESTARTS: u32 = 20;
+pub(crate) const MAX_RESTARTS: u32 = 20;
 
 /// A record whose value is a small JSON document derived from its identity.
 pub fn sample_record(topic: &str, partition: u32, offset: u64) -> Record {
@@ -113,15 +111,15 @@ pub fn sample_record(topic: &str, partition: u32, offset: u64) -> Record {
 
 /// Records a runtime hands over at once by default (pico-kafka's batch, Kafka Connect's
 /// `max.poll.records`): every scenario family delivers batches this large too.
-pub const RUNTIME_BATCH: u64 = 500;
-/// Records of the large batch (of [`LARGE_RECORD_BYTES`] each: 10 MiB of values, at the 10 MiB
+pub(crate) const RUNTIME_BATCH: u64 = 500;
+/// Records of the large batch (of 1 KiB each: 10 MiB of values, at the 10 MiB
 /// body caps some destinations set), delivered through a first write and its replay.
 pub const LARGE_BATCH: u64 = 10_240;
 /// Bytes of each value of the large batch.
-pub const LARGE_RECORD_BYTES: usize = 1024;
+pub(crate) const LARGE_RECORD_BYTES: usize = 1024;
 
 /// A sample record whose value is padded to `bytes` (at least the plain sample's size).
-pub fn sized_record(topic: &str, partition: u32, offset: u64, bytes: usize) -> Record {
+pub(crate) fn sized_record(topic: &str, partition: u32, offset: u64, bytes: usize) -> Record {
     let plain = sample_record(topic, partition, offset);
     // `{…,"pad":"xxx"}`: the plain document without its closing brace, a pad field, a brace.
     let head = &plain.value[..plain.value.len().saturating_sub(1)];
@@ -137,7 +135,7 @@ pub fn sized_record(topic: &str, partition: u32, offset: u64, bytes: usize) -> R
 }
 
 /// A batch of sized records (see [`sized_record`]) for an offset range.
-pub fn sized_batch(
+pub(crate) fn sized_batch(
     topic: &str,
     partition: u32,
     offsets: RangeInclusive<u64>,
@@ -233,7 +231,7 @@ impl Ctx<'_> {
     }
 
     /// Delivers through the driver until committed, counting what is sent.
-    pub async fn deliver(
+    pub(crate) async fn deliver(
         &self,
         driver: &mut Driver<Arc<dyn Sink>>,
         batch: &Batch,
@@ -305,7 +303,7 @@ async fn until_committed(
 
 /// Delivers through a driver until committed, counting what is sent (usable from spawned
 /// tasks).
-pub async fn deliver(
+pub(crate) async fn deliver(
     driver: &mut Driver<Arc<dyn Sink>>,
     batch: &Batch,
     ledger: &SharedLedger,
@@ -344,7 +342,7 @@ where
 
 /// Settles, then reads `isolation` back page by page ([`Destination::read_page`]); settling
 /// and each page are retried with backoff.
-pub async fn read_settled(
+pub(crate) async fn read_settled(
     dest: &dyn Destination,
     isolation: &str,
 ) -> Result<Readback, ScenarioError> {
@@ -371,13 +369,13 @@ pub async fn read_settled(
 
 /// How many batches a scenario hands over at `size`, where it is long enough to say
 /// (flaky-network): the total of the progress line.
-pub fn planned_batches(scenario: Scenario, size: SuiteSize) -> Option<u64> {
+pub(crate) fn planned_batches(scenario: Scenario, size: SuiteSize) -> Option<u64> {
     (scenario == Scenario::FlakyNetwork).then(|| flaky::planned(size))
 }
 
 /// Runs one scenario in `isolation` and measures the destination afterwards; `ledger` (new,
 /// comparing in the destination's payload form) counts what is handed over while it runs.
-pub async fn run(
+pub(crate) async fn run(
     scenario: Scenario,
     dest: &dyn Destination,
     isolation: &str,
