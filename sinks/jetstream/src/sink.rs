@@ -6,6 +6,7 @@ use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::context::{
     CreateStreamErrorKind, GetStreamErrorKind, PublishError, PublishErrorKind,
 };
+use async_nats::jetstream::publish::PublishAck;
 use async_nats::jetstream::{self, stream};
 use async_nats::{Client, ConnectErrorKind, ConnectOptions};
 use async_trait::async_trait;
@@ -218,6 +219,40 @@ impl JetStreamSink {
     }
 }
 
+impl JetStreamSink {
+    /// The rejection of a record whose message exceeds the server's `max_payload`.
+    fn too_large(&self, record: &pico_sink::Record, e: &PublishError) -> RejectedRecord {
+        RejectedRecord::new(
+            record.id.clone(),
+            format!(
+                "{}: the message ({} bytes of value with its headers) exceeds the server's \
+                 max_payload ({} bytes); raise max_payload or keep such records out upstream",
+                error_chain(e),
+                record.value.len(),
+                self.client.server_info().max_payload
+            ),
+        )
+    }
+
+    /// Counts an acknowledgement: written, or already present (a duplicate id inside the
+    /// window). An acknowledgement from another stream is `Fatal`.
+    fn count(&self, ack: &PublishAck, report: &mut WriteReport) -> Result<(), SinkError> {
+        let stream = &self.config.stream;
+        if &ack.stream != stream {
+            return Err(SinkError::fatal(format!(
+                "stream {} stored a record meant for {stream}: set stream = \"{}\"",
+                ack.stream, ack.stream
+            )));
+        }
+        if ack.duplicate {
+            report.already_present += 1;
+        } else {
+            report.written += 1;
+        }
+        Ok(())
+    }
+}
+
 /// A failed connect: `Retryable` when the server may come back, `Fatal` when only a change of
 /// configuration helps.
 fn connect_error(url: &str, e: &async_nats::ConnectError) -> SinkError {
@@ -265,44 +300,21 @@ impl Sink for JetStreamSink {
         let (messages, mut rejected) =
             convert_records(batch, |_, r| message::publish(&c.scope, r).map(|m| (r, m)));
         let mut report = WriteReport::default();
-        for chunk in messages.chunks(IN_FLIGHT) {
-            let mut acks = Vec::with_capacity(chunk.len());
-            for (record, m) in chunk {
-                match self
-                    .context
-                    .send_publish(c.subject.clone(), m.clone())
-                    .await
-                {
+        let mut pending = messages.into_iter().peekable();
+        while pending.peek().is_some() {
+            let mut acks = Vec::with_capacity(IN_FLIGHT);
+            for (record, m) in pending.by_ref().take(IN_FLIGHT) {
+                match self.context.send_publish(c.subject.clone(), m).await {
                     Ok(ack) => acks.push(ack),
                     Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
-                        rejected.push(RejectedRecord::new(
-                            record.id.clone(),
-                            format!(
-                                "{}: the message ({} bytes of value with its headers) exceeds \
-                                 the server's max_payload ({} bytes); raise max_payload or keep \
-                                 such records out upstream",
-                                error_chain(&e),
-                                record.value.len(),
-                                self.client.server_info().max_payload
-                            ),
-                        ));
+                        rejected.push(self.too_large(record, &e));
                     }
                     Err(e) => return Err(publish_error(&c.stream, &e)),
                 }
             }
             for ack in acks {
                 let ack = ack.await.map_err(|e| publish_error(&c.stream, &e))?;
-                if ack.stream != c.stream {
-                    return Err(SinkError::fatal(format!(
-                        "stream {} stored a record meant for {}: set stream = \"{}\"",
-                        ack.stream, c.stream, ack.stream
-                    )));
-                }
-                if ack.duplicate {
-                    report.already_present += 1;
-                } else {
-                    report.written += 1;
-                }
+                self.count(&ack, &mut report)?;
             }
         }
         debug!(batch = %batch.id(), written = report.written, already_present = report.already_present, rejected = rejected.len(), "published");
