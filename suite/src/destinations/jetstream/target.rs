@@ -174,7 +174,7 @@ fn row(message: &jetstream::Message) -> Result<ReadRow, String> {
     let msg_id = message
         .headers
         .as_ref()
-        .and_then(|h| h.get("Nats-Msg-Id"))
+        .and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID))
         .map(|v| v.as_str().to_owned())
         .ok_or_else(|| format!("a message without Nats-Msg-Id on {}", message.subject))?;
     let id = Scope::default()
