@@ -13,8 +13,8 @@ use iggy::prelude::{
 };
 use pico_conformance::target::{PayloadForm, payload_checksum};
 use pico_suite::crash::dead_letters::BadKind;
-use pico_suite::crash::source::CaseBroker;
 use pico_suite::crash::source::iggy::{IggySide, STREAM};
+use pico_suite::crash::source::{CaseBroker, Pace};
 use pico_suite::crash::{PARTITIONS, Size};
 use pico_suite::serve::iggy::{IggyServer, PASSWORD, USER};
 
@@ -46,7 +46,7 @@ async fn the_iggy_side_counts_what_the_server_holds_and_reads_back_the_group_and
         outage_secs: 0,
         rate: 100_000,
     };
-    let (produced, bad) = side.produce("readings", size).await.unwrap();
+    let (produced, bad) = side.produce("readings", Pace::new(size)).await.unwrap();
     assert_eq!(produced.len(), 2_499);
     let kinds: BTreeSet<BadKind> = bad.values().copied().collect();
     let expected: BTreeSet<BadKind> = BadKind::ALL

@@ -13,8 +13,8 @@ use futures_util::StreamExt;
 use pico_conformance::target::{PayloadForm, payload_checksum};
 use pico_suite::crash::Size;
 use pico_suite::crash::dead_letters::BadKind;
-use pico_suite::crash::source::CaseBroker;
 use pico_suite::crash::source::nats::NatsSide;
+use pico_suite::crash::source::{CaseBroker, Pace};
 use pico_suite::serve::nats::NatsServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,7 +37,7 @@ async fn the_nats_side_counts_what_the_stream_holds_and_reads_back_the_ack_floor
         outage_secs: 0,
         rate: 100_000,
     };
-    let (produced, bad) = side.produce("readings", size).await.unwrap();
+    let (produced, bad) = side.produce("readings", Pace::new(size)).await.unwrap();
     assert_eq!(produced.len(), 2_499);
     let kinds: BTreeSet<BadKind> = bad.values().copied().collect();
     let expected: BTreeSet<BadKind> = BadKind::ALL

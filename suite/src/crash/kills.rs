@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::source::Supply;
 use super::supervisor::Supervisor;
 use super::{Case, Place, Size, held_partitions, partition_ends};
 
@@ -58,6 +59,11 @@ pub struct KillTally {
     /// Seconds the kills waited, in all, for the group to commit past the previous kill.
     #[serde(default)]
     pub commit_wait_secs: f64,
+    /// Seconds the producer waited, in all, for a kill to release the next share of the
+    /// records (the producer keeps pace with the kills, one share per kill); `None` in runs
+    /// from before it did.
+    #[serde(default)]
+    pub producer_held_secs: Option<f64>,
 }
 
 impl KillTally {
@@ -90,6 +96,12 @@ impl KillTally {
                 COMMIT_WAIT.as_secs()
             ));
         }
+        if let Some(held) = self.producer_held_secs {
+            note.push_str(&format!(
+                "; the producer waited {held:.1} s in all for the kills to release the next \
+                 share of the records"
+            ));
+        }
         if let Some(why) = &self.stopped {
             note.push_str(&format!("; stopped: {why}"));
         }
@@ -108,6 +120,9 @@ pub(crate) struct KillWatch<'a> {
     /// Whether the producer has finished: from then on no new records come, and the
     /// redelivery of a batch the last kill left uncommitted is what a kill waits for.
     pub produced: &'a (dyn Fn() -> bool + Sync),
+    /// The producer's records, released one share per kill: a kill slower than the paced
+    /// producer (a loaded machine) still finds new records to wait for.
+    pub supply: &'a Supply,
 }
 
 /// The producer's size for a case: the kill case produces slowly enough that records keep
@@ -125,9 +140,10 @@ pub(crate) fn paced(size: Size, case: Case) -> Size {
 
 /// Kills process 0, until `required` kills were effective or twice as many were sent: each kill
 /// first waits for the group to commit past what the previous kill left in flight (so no record
-/// is in flight at two kills), then for one to three batches of new records (above every offset
-/// written before; once production is over, any batch), and lands while the last is held
-/// uncommitted.
+/// is in flight at two kills), then releases the producer's next share and waits for one to
+/// three batches of new records (above every offset written before; once production is over,
+/// any batch), and lands while the last is held uncommitted. Every record is released when it
+/// returns.
 pub(crate) async fn kill_on_progress(
     watch: &KillWatch<'_>,
     supervisor: &Supervisor,
@@ -154,8 +170,10 @@ pub(crate) async fn kill_on_progress(
         }
         tally.commit_wait_secs += committing.elapsed().as_secs_f64();
         read = note_new_batches(watch, &mut highest, read, &mut 0);
-        // Then one to three new batches before the kill: the earlier ones commit meanwhile, so
-        // the committed offsets move between kills, and the last is held uncommitted.
+        // Then one to three new batches before the kill, from the share of records released
+        // now: the earlier ones commit meanwhile, so the committed offsets move between kills,
+        // and the last is held uncommitted.
+        watch.supply.release_share();
         let wanted = fastrand::u32(1..=3);
         let mut seen = 0;
         let mut stalled = false;
@@ -177,6 +195,7 @@ pub(crate) async fn kill_on_progress(
                     "{MAX_STALLS} times no batch written within {} s",
                     WRITE_WAIT.as_secs()
                 ));
+                watch.supply.release_all();
                 return tally;
             }
             tally.stalled += 1;
@@ -218,6 +237,7 @@ pub(crate) async fn kill_on_progress(
             Err(e) => tracing::warn!(error = %e, "measuring a kill"),
         }
     }
+    watch.supply.release_all();
     tally
 }
 

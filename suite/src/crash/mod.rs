@@ -58,7 +58,7 @@ use source::iggy::IggySide;
 use source::kafka::KafkaSide;
 pub use source::kafka::committed;
 use source::nats::NatsSide;
-use source::{CaseBroker, CaseNames, Handover};
+use source::{CaseBroker, CaseNames, Handover, Pace};
 use supervisor::{Ended, ProcessStats, Supervisor};
 
 /// Partitions of every crash topic.
@@ -512,9 +512,17 @@ async fn run_case_inner(
     let started = Instant::now();
     let body = async {
         let supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
+        // The kill case's producer keeps pace with its kills: one share of the records per kill.
+        let (pace, supply) = match case {
+            Case::Kill => {
+                let (pace, supply) = Pace::gated(paced(bench.size, case), bench.size.kills);
+                (pace, Some(supply))
+            }
+            _ => (Pace::new(bench.size), None),
+        };
         let producer = {
-            let (side, topic, size) = (side.clone(), topic.clone(), paced(bench.size, case));
-            tokio::spawn(async move { side.produce(&topic, size).await })
+            let (side, topic) = (side.clone(), topic.clone());
+            tokio::spawn(async move { side.produce(&topic, pace).await })
         };
         let mut kill_tally = None;
         let mut cut_batch = None;
@@ -524,13 +532,17 @@ async fn run_case_inner(
         match case {
             Case::Kill => {
                 let produced = || producer.is_finished();
-                let watch = KillWatch {
-                    place: &place,
-                    dir: &dir,
-                    written: &written,
-                    produced: &produced,
-                };
-                kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
+                if let Some(supply) = &supply {
+                    let watch = KillWatch {
+                        place: &place,
+                        dir: &dir,
+                        written: &written,
+                        produced: &produced,
+                        supply,
+                    };
+                    kill_tally =
+                        Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
+                }
             }
             Case::Panic => {
                 let watch = PanicWatch {
@@ -605,6 +617,9 @@ async fn run_case_inner(
             }
         }
         let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
+        if let (Some(tally), Some(supply)) = (&mut kill_tally, &supply) {
+            tally.producer_held_secs = Some(supply.held_secs());
+        }
         let ends = partition_ends(produced.keys().copied());
         let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);
         let mut done = false;

@@ -213,6 +213,26 @@ fn held_back_legend(report: &CrashReport) -> &'static str {
     }
 }
 
+/// How the kill case's producer kept pace with its kills, for a report whose kills released
+/// the records share by share; nothing for one from before they did.
+fn shares(report: &CrashReport) -> String {
+    let shared = report.results.iter().any(|r| {
+        r.kills
+            .as_ref()
+            .is_some_and(|k| k.producer_held_secs.is_some())
+    });
+    if shared {
+        format!(
+            "; its producer keeps pace with the kills: the records come in {} equal shares, the \
+             next released as a kill starts to wait for new records, so a kill slower than the \
+             producer's rate (a loaded machine) still finds records arriving",
+            report.size.kills
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// How the sinks shared the run, when several ran at once (the seconds of a case then include
 /// time the machine spent on another sink's case); nothing for a run of one sink at a time, as
 /// every report before this sentence was.
@@ -407,9 +427,10 @@ pub fn render(report: &CrashReport) -> String {
              running process has then written new records and holds their batch before its commit (`[chaos] \
              written_file`, `hold_after_write_ms`), and effective when, measured while the \
              process is down, the destination holds records beyond the committed offset of a \
-             partition it owned",
+             partition it owned{}",
             report.size.kills,
-            super::kills::COMMIT_WAIT.as_secs()
+            super::kills::COMMIT_WAIT.as_secs(),
+            shares(report)
         )
     } else {
         format!("{} SIGKILLs in the kill case", report.size.kills)

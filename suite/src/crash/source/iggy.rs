@@ -26,7 +26,7 @@ use pico_conformance::target::{PayloadForm, payload_checksum};
 use super::{CaseBroker, CaseNames, Pace};
 use crate::crash::broker_fault::GroupView;
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
-use crate::crash::{PARTITIONS, Produced, Size, record_value};
+use crate::crash::{PARTITIONS, Produced, record_value};
 use crate::serve::iggy::{PASSWORD, USER};
 
 /// The stream every crash topic lives in.
@@ -213,14 +213,13 @@ impl CaseBroker for IggySide {
         )
     }
 
-    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
+    async fn produce(&self, topic: &str, mut pace: Pace) -> Result<(Produced, BadRecords), String> {
         let client = self.client().await?;
         let (stream, topic_id) = (named(STREAM)?, named(topic)?);
         let partitions = PARTITIONS as u32;
         // Per acknowledged payload's checksum, how many were sent and their kind if bad (some
         // bad payloads repeat: the not-UTF-8 ones differ in one digit).
         let mut acked: BTreeMap<u64, (usize, Option<BadKind>)> = BTreeMap::new();
-        let mut pace = Pace::new(size);
         while let Some(chunk) = pace.next().await {
             let mut by_partition: BTreeMap<u32, Vec<(Vec<u8>, Option<BadKind>)>> = BTreeMap::new();
             for i in chunk {

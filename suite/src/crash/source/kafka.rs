@@ -14,7 +14,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::{CaseBroker, CaseNames, Pace};
 use crate::crash::dead_letters::{BadRecords, Letter};
-use crate::crash::{PARTITIONS, Produced, Size, record_value};
+use crate::crash::{PARTITIONS, Produced, record_value};
 use pico_conformance::target::{PayloadForm, payload_checksum};
 
 /// A Kafka broker at `brokers` (`host:port`, comma-separated), consumed by `pico-kafka`.
@@ -50,8 +50,8 @@ impl CaseBroker for KafkaSide {
         )
     }
 
-    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
-        produce(&self.brokers, topic, size).await
+    async fn produce(&self, topic: &str, pace: Pace) -> Result<(Produced, BadRecords), String> {
+        produce(&self.brokers, topic, pace).await
     }
 
     async fn committed(&self, group: &str, topic: &str) -> Result<BTreeMap<u32, u64>, String> {
@@ -63,9 +63,13 @@ impl CaseBroker for KafkaSide {
     }
 }
 
-/// Produces `size.records` keyed records at `size.rate`; the offsets the broker acknowledged,
+/// Produces the keyed records `pace` hands out; the offsets the broker acknowledged,
 /// each with the [`payload_checksum`] of its payload as JSON, and which of them are bad.
-async fn produce(brokers: &str, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
+async fn produce(
+    brokers: &str,
+    topic: &str,
+    mut pace: Pace,
+) -> Result<(Produced, BadRecords), String> {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("acks", "all")
@@ -76,7 +80,6 @@ async fn produce(brokers: &str, topic: &str, size: Size) -> Result<(Produced, Ba
         .map_err(|e| e.to_string())?;
     let mut acked = Produced::new();
     let mut bad = BadRecords::new();
-    let mut pace = Pace::new(size);
     while let Some(chunk) = pace.next().await {
         let mut pending = Vec::new();
         for i in chunk {

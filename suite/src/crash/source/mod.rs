@@ -8,54 +8,20 @@
 pub mod iggy;
 pub mod kafka;
 pub mod nats;
+mod pace;
 
 use std::collections::BTreeMap;
-use std::ops::Range;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::Produced;
-use super::Size;
 use super::broker_fault::GroupView;
 use super::dead_letters::{BadRecords, Letter};
 use super::shared_broker::SharedBroker;
 use crate::serve::iggy::IggyServer;
 use crate::serve::nats::NatsServer;
-
-/// A producer's pace: the stream's record indices in chunks of a tenth of a second's worth,
-/// each chunk handed out no sooner than `size.rate` allows.
-pub(crate) struct Pace {
-    size: Size,
-    started: Instant,
-    sent: u64,
-}
-
-impl Pace {
-    /// From now.
-    pub(crate) fn new(size: Size) -> Self {
-        Self {
-            size,
-            started: Instant::now(),
-            sent: 0,
-        }
-    }
-
-    /// The next chunk, once the rate allows it; `None` once every record was handed out.
-    pub(crate) async fn next(&mut self) -> Option<Range<u64>> {
-        if self.sent >= self.size.records {
-            return None;
-        }
-        let due = Duration::from_secs_f64(self.sent as f64 / self.size.rate.max(1) as f64);
-        if let Some(wait) = due.checked_sub(self.started.elapsed()) {
-            tokio::time::sleep(wait).await;
-        }
-        let end = (self.sent + (self.size.rate / 10).max(1)).min(self.size.records);
-        let chunk = self.sent..end;
-        self.sent = end;
-        Some(chunk)
-    }
-}
+pub use pace::{Pace, Supply};
 
 /// The broker a crash run's cases share.
 #[derive(Clone, Copy)]
@@ -130,10 +96,9 @@ pub trait CaseBroker: Send + Sync {
     /// to another.
     fn sections(&self, names: CaseNames<'_>, session: Duration) -> String;
 
-    /// Produces `size.records` records of the case's stream at `size.rate`: per
-    /// `(partition, offset)` the broker acknowledged, the checksum of its payload as JSON, and
-    /// which of them are bad.
-    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String>;
+    /// Produces the case's stream, its records handed out by `pace`: per `(partition, offset)`
+    /// the broker acknowledged, the checksum of its payload as JSON, and which of them are bad.
+    async fn produce(&self, topic: &str, pace: Pace) -> Result<(Produced, BadRecords), String>;
 
     /// The group's committed position per partition — the next offset it reads after a
     /// restart — 0 where none.
@@ -161,29 +126,5 @@ pub trait CaseBroker: Send + Sync {
         _from: u64,
     ) -> Result<Produced, String> {
         Ok(Produced::new())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn the_pace_hands_out_every_record_once_no_sooner_than_the_rate() {
-        let size = Size {
-            records: 25,
-            kills: 0,
-            outage_secs: 0,
-            rate: 100,
-        };
-        let started = Instant::now();
-        let mut pace = Pace::new(size);
-        let mut chunks = Vec::new();
-        while let Some(chunk) = pace.next().await {
-            chunks.push(chunk);
-        }
-        assert_eq!(chunks, vec![0..10, 10..20, 20..25]);
-        // 20 records sent before the last chunk: not before 0.2 s at 100 a second.
-        assert!(started.elapsed() >= Duration::from_millis(200));
     }
 }

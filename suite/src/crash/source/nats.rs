@@ -30,7 +30,7 @@ use pico_conformance::target::{PayloadForm, payload_checksum};
 
 use super::{CaseBroker, CaseNames, Handover, Pace};
 use crate::crash::dead_letters::{BadKind, BadRecords, Letter};
-use crate::crash::{Produced, Size, record_value};
+use crate::crash::{Produced, record_value};
 
 /// How long a publish is sent again while its acknowledgement does not come.
 const PUBLISH_PATIENCE: Duration = Duration::from_secs(120);
@@ -116,11 +116,10 @@ impl CaseBroker for NatsSide {
         )
     }
 
-    async fn produce(&self, topic: &str, size: Size) -> Result<(Produced, BadRecords), String> {
+    async fn produce(&self, topic: &str, mut pace: Pace) -> Result<(Produced, BadRecords), String> {
         let js = self.context().await?;
         let mut acked = Produced::new();
         let mut bad = BadRecords::new();
-        let mut pace = Pace::new(size);
         while let Some(chunk) = pace.next().await {
             // A chunk published at once, then its acknowledgements awaited together; a record
             // whose publish or acknowledgement failed is sent again on its own. (Awaited one
