@@ -213,8 +213,9 @@ fn held_back_legend(report: &CrashReport) -> &'static str {
     }
 }
 
-/// How the kill case's producer kept pace with its kills, for a report whose kills released
-/// the records share by share; nothing for one from before they did.
+/// How the kill case's producer kept pace with its kills, for a report with a row whose kills
+/// released the records share by share (its notes say how long the producer waited); nothing
+/// for one from before they did.
 fn shares(report: &CrashReport) -> String {
     let shared = report.results.iter().any(|r| {
         r.kills
@@ -223,9 +224,10 @@ fn shares(report: &CrashReport) -> String {
     });
     if shared {
         format!(
-            "; its producer keeps pace with the kills: the records come in {} equal shares, the \
-             next released as a kill starts to wait for new records, so a kill slower than the \
-             producer's rate (a loaded machine) still finds records arriving",
+            "; where a kill row's notes say how long the producer waited, its producer kept pace \
+             with the kills: the records came in {} equal shares, the next released as a kill \
+             started to wait for new records, so a kill slower than the producer's rate (a \
+             loaded machine) still found records arriving",
             report.size.kills
         )
     } else {
@@ -649,6 +651,28 @@ mod tests {
             controls: Vec::new(),
             merged: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_legend_tells_the_shares_only_for_a_report_whose_kills_released_them() {
+        let pg = CrashSink::POSTGRES;
+        let mut shared = report("2026-12-07", Size::REDUCED, &[(pg, Case::Kill, "kill")]);
+        let tally = |held| {
+            Some(crate::crash::KillTally {
+                producer_held_secs: held,
+                ..Default::default()
+            })
+        };
+        shared.results[0].kills = tally(None);
+        let before = render(&shared);
+        assert!(before.contains("effective SIGKILLs"), "{before}");
+        assert!(!before.contains("equal shares"), "{before}");
+        shared.results[0].kills = tally(Some(1.5));
+        let after = render(&shared);
+        assert!(
+            after.contains("the records came in 10 equal shares"),
+            "{after}"
+        );
     }
 
     #[test]
