@@ -225,8 +225,9 @@ fn shares(report: &CrashReport) -> String {
     if shared {
         format!(
             "; where a kill row's notes say how long the producer waited, its producer kept pace \
-             with the kills: the records came in {} equal shares, the next released as a kill \
-             started to wait for new records, so a kill slower than the producer's rate (a \
+             with the kills: the records came in as many equal shares as the case needs \
+             effective kills ({}; one in a smoke test), the next released as a kill started to \
+             wait for new records, so a kill slower than the producer's rate (a \
              loaded machine) still found records arriving",
             report.size.kills
         )
@@ -670,7 +671,7 @@ mod tests {
         shared.results[0].kills = tally(Some(1.5));
         let after = render(&shared);
         assert!(
-            after.contains("the records came in 10 equal shares"),
+            after.contains("as many equal shares as the case needs effective kills (10;"),
             "{after}"
         );
     }
