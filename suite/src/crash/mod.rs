@@ -512,14 +512,12 @@ async fn run_case_inner(
     let started = Instant::now();
     let body = async {
         let supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
-        // The kill case's producer keeps pace with its kills: one share of the records per kill.
-        let (pace, supply) = match case {
-            Case::Kill => {
-                let (pace, supply) = Pace::gated(paced(bench.size, case), bench.size.kills);
-                (pace, Some(supply))
-            }
-            _ => (Pace::new(bench.size), None),
-        };
+        // The producer's records come as the case releases them: the kill case's one share per
+        // kill (its producer keeps pace with its kills), every other case's all at once.
+        let (pace, supply) = Pace::gated(paced(bench.size, case), bench.size.kills);
+        if case != Case::Kill {
+            supply.release_all();
+        }
         let producer = {
             let (side, topic) = (side.clone(), topic.clone());
             tokio::spawn(async move { side.produce(&topic, pace).await })
@@ -532,17 +530,14 @@ async fn run_case_inner(
         match case {
             Case::Kill => {
                 let produced = || producer.is_finished();
-                if let Some(supply) = &supply {
-                    let watch = KillWatch {
-                        place: &place,
-                        dir: &dir,
-                        written: &written,
-                        produced: &produced,
-                        supply,
-                    };
-                    kill_tally =
-                        Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
-                }
+                let watch = KillWatch {
+                    place: &place,
+                    dir: &dir,
+                    written: &written,
+                    produced: &produced,
+                    supply: &supply,
+                };
+                kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
             }
             Case::Panic => {
                 let watch = PanicWatch {
@@ -617,7 +612,7 @@ async fn run_case_inner(
             }
         }
         let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
-        if let (Some(tally), Some(supply)) = (&mut kill_tally, &supply) {
+        if let Some(tally) = &mut kill_tally {
             tally.producer_held_secs = Some(supply.held_secs());
         }
         let ends = partition_ends(produced.keys().copied());
