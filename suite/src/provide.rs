@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use pico_conformance::provider::ProviderKind;
 
+mod port;
+
+pub use port::{free_port, free_ports};
+
 /// The providers of a destination with a start recipe on this machine, in the order `auto`
 /// tries them: a server the user names, a container, a native process.
 pub const ANY_SERVER: [ProviderKind; 3] = [
@@ -71,13 +75,6 @@ pub fn find_binary(names: &[&str], extra_dirs: &[&str]) -> Option<PathBuf> {
             .map(|d| d.join(name))
             .find(|candidate| candidate.is_file())
     })
-}
-
-/// A free TCP port on 127.0.0.1 (bound, then released).
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 /// Provides through the first of external, docker, native that works; the error lists why each

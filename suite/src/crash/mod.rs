@@ -864,6 +864,7 @@ async fn run_case_inner(
                 partitions,
                 starts: result.processes.starts,
                 slots: processes as u32,
+                exits: result.processes.exits.clone(),
                 effective_kills: result.kills.as_ref().map_or(0, |k| k.effective),
                 keyed: sink.keyed(),
                 replays_told_per_record: sink.replays_told_per_record(),

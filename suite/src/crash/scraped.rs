@@ -276,6 +276,9 @@ pub(crate) struct Measured {
     /// Processes started, and slots.
     pub starts: u32,
     pub slots: u32,
+    /// How the processes ended, as the supervisor counts them: a life that never served
+    /// `/metrics` (its port refused) shows here.
+    pub exits: BTreeMap<String, u32>,
     /// Effective kills (the kill case): each left a written batch for the next life to replay.
     pub effective_kills: u32,
     /// Whether the sink keeps one row per record (then rows held are records written once).
@@ -327,8 +330,8 @@ impl MetricsCheck {
         want(
             s.lives == m.starts,
             format!(
-                "{} process lives scraped, {} started (a life must outlast a scrape)",
-                s.lives, m.starts
+                "{} process lives scraped, {} started (a life must outlast a scrape; exits: {:?})",
+                s.lives, m.starts, m.exits
             ),
         );
         want(
@@ -508,6 +511,7 @@ mod tests {
             partitions: 4,
             starts: 1,
             slots: 1,
+            exits: BTreeMap::new(),
             effective_kills: 0,
             keyed: true,
             replays_told_per_record: true,

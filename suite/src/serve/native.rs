@@ -13,7 +13,7 @@ use tokio::process::Command;
 
 use crate::serve::reaper::Tracked;
 
-use crate::provide::{find_binary, free_port};
+use crate::provide::{find_binary, free_ports};
 use crate::serve::server::wait_http;
 
 /// What differs between single-binary servers.
@@ -105,22 +105,6 @@ pub async fn printed_version(bin: &Path, prefix: &str) -> Result<String, String>
     Ok(text.strip_prefix(prefix).unwrap_or(text).to_owned())
 }
 
-/// `count` consecutive free ports.
-fn free_ports(count: u16) -> Result<u16, String> {
-    for _ in 0..50 {
-        let first = free_port().map_err(|e| e.to_string())?;
-        let all_free = (1..count).all(|i| {
-            first
-                .checked_add(i)
-                .is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        });
-        if all_free {
-            return Ok(first);
-        }
-    }
-    Err(format!("no {count} consecutive free ports"))
-}
-
 /// Finds, starts and waits for `server`.
 pub async fn start(server: &dyn BinaryServer) -> Result<NativeProcess, String> {
     let bin = locate(server)?;
@@ -128,7 +112,7 @@ pub async fn start(server: &dyn BinaryServer) -> Result<NativeProcess, String> {
         .prefix(&format!("pico-{}-", server.sink()))
         .tempdir()
         .map_err(|e| e.to_string())?;
-    let port = free_ports(server.ports())?;
+    let port = free_ports(server.ports()).map_err(|e| e.to_string())?;
     let child = spawn(server, &bin, dir.path(), port)?;
     let process = NativeProcess {
         child,
