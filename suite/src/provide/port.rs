@@ -75,13 +75,14 @@ fn claim_all(run: std::ops::Range<u16>) -> bool {
     }
     let mut claimed = Vec::new();
     for port in run {
-        if !claim(&dir.join(port.to_string())) {
+        let file = dir.join(port.to_string());
+        if !claim(&file) {
             for file in claimed {
                 let _ = std::fs::remove_file(file);
             }
             return false;
         }
-        claimed.push(dir.join(port.to_string()));
+        claimed.push(file);
     }
     true
 }
@@ -109,11 +110,16 @@ fn claim(file: &Path) -> bool {
 }
 
 /// Whether the process that claimed `file` still runs (where the system cannot tell, whether
-/// the claim is younger than [`CLAIM_HOLDS`]).
+/// the claim is younger than [`CLAIM_HOLDS`]). A claim without an owner yet is one being
+/// written: it lives.
 fn owner_lives(file: &Path) -> bool {
     let owner = std::fs::read_to_string(file).unwrap_or_default();
+    let owner = owner.trim();
+    if owner.is_empty() {
+        return true;
+    }
     if Path::new("/proc/self").exists() {
-        return !owner.trim().is_empty() && Path::new("/proc").join(owner.trim()).exists();
+        return Path::new("/proc").join(owner).exists();
     }
     std::fs::metadata(file)
         .and_then(|m| m.modified())
@@ -167,6 +173,9 @@ mod tests {
         assert!(claim(&file));
         assert!(!claim(&file));
         std::fs::write(&file, "1").unwrap();
+        assert!(!claim(&file));
+        // A claim whose creator has not written its id yet.
+        std::fs::write(&file, "").unwrap();
         assert!(!claim(&file));
         // A process id no process has (above the kernel's largest).
         std::fs::write(&file, "4194305").unwrap();
