@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::scraped::Scraper;
 use super::source::Supply;
 use super::supervisor::Supervisor;
 use super::{Case, Place, Size, held_partitions, partition_ends};
@@ -32,6 +33,10 @@ const SECONDS_PER_KILL: u64 = 9;
 pub(crate) const COMMIT_WAIT: Duration = Duration::from_secs(10);
 /// Pause between two reads of the group's committed offsets while a kill waits for them.
 const COMMIT_POLL: Duration = Duration::from_millis(250);
+/// How long a kill waits for the process it will end to start and be scraped: the successor
+/// of a stalled kill starts after the session timeout and the measurement of what its
+/// predecessor left ([`super::supervisor::MEASURE_WAIT`] at most).
+const LIFE_PATIENCE: Duration = Duration::from_secs(45);
 
 /// What the kills did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -64,6 +69,10 @@ pub struct KillTally {
     /// from before it did.
     #[serde(default)]
     pub producer_held_secs: Option<f64>,
+    /// Kills sent although Prometheus had not seen the life they ended (after waiting
+    /// [`LIFE_PATIENCE`] for it): that life's counters are missing from the metrics check.
+    #[serde(default)]
+    pub unscraped: u32,
 }
 
 impl KillTally {
@@ -102,6 +111,13 @@ impl KillTally {
                  share of the records"
             ));
         }
+        if self.unscraped > 0 {
+            note.push_str(&format!(
+                "; {} of them ended a process life Prometheus had not seen within {} s",
+                self.unscraped,
+                LIFE_PATIENCE.as_secs()
+            ));
+        }
         if let Some(why) = &self.stopped {
             note.push_str(&format!("; stopped: {why}"));
         }
@@ -123,6 +139,11 @@ pub(crate) struct KillWatch<'a> {
     /// The producer's records, released one share per kill: a kill slower than the paced
     /// producer (a loaded machine) still finds new records to wait for.
     pub supply: &'a Supply,
+    /// The case's Prometheus, if it started, and the runtime's metric prefix: a kill waits
+    /// until the life it ends was scraped.
+    pub scraper: Option<(&'a Scraper, &'a str)>,
+    /// When the case started (the span of the scrapes to look through).
+    pub started: Instant,
 }
 
 /// The producer's size for a case: the kill case produces slowly enough that records keep
@@ -160,6 +181,8 @@ pub(crate) async fn kill_on_progress(
     // Per partition, the end the destination held at the previous kill where it was ahead of
     // the committed offset: the next kill waits for the group to commit up to it.
     let mut left: BTreeMap<u32, u64> = BTreeMap::new();
+    // Processes started when the previous kill was sent.
+    let mut previous = 0;
     while tally.effective < required && tally.kills < required.saturating_mul(2) {
         // First the group commits past what the previous kill left in flight (the successor's
         // replay), so no record is in flight at two kills; what was written meanwhile is not
@@ -169,6 +192,12 @@ pub(crate) async fn kill_on_progress(
             tally.overlapping += 1;
         }
         tally.commit_wait_secs += committing.elapsed().as_secs_f64();
+        // The life this kill ends was seen by a scrape, however short it is (a successor that
+        // writes its first batch within a second would otherwise end unseen on a loaded
+        // machine, and the metrics check would miss a life).
+        if !life_scraped(watch, supervisor, previous).await {
+            tally.unscraped += 1;
+        }
         read = note_new_batches(watch, &mut highest, read, &mut 0);
         // Then one to three new batches before the kill, from the share of records released
         // now: the earlier ones commit meanwhile, so the committed offsets move between kills,
@@ -210,6 +239,7 @@ pub(crate) async fn kill_on_progress(
         if !supervisor.kill_and_hold(0, hold).await {
             continue;
         }
+        previous = starts;
         tally.kills += 1;
         let ahead = ahead_of_commit(watch, &owned).await;
         // Measured while the killed process was down (its successor not yet started): nothing
@@ -239,6 +269,29 @@ pub(crate) async fn kill_on_progress(
     }
     watch.supply.release_all();
     tally
+}
+
+/// Waits (at most [`LIFE_PATIENCE`]) until a process started after the previous kill (when
+/// `previous` had started) and Prometheus saw every life started so far; whether it did (so
+/// without a Prometheus).
+async fn life_scraped(watch: &KillWatch<'_>, supervisor: &Supervisor, previous: u32) -> bool {
+    let Some((scraper, prefix)) = watch.scraper else {
+        return true;
+    };
+    let waiting = Instant::now();
+    let starts = loop {
+        let starts = supervisor.stats().starts;
+        if starts > previous {
+            break starts;
+        }
+        if waiting.elapsed() > LIFE_PATIENCE {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let span = watch.started.elapsed() + Duration::from_secs(30);
+    let patience = LIFE_PATIENCE.saturating_sub(waiting.elapsed());
+    scraper.wait_for_lives(prefix, starts, span, patience).await
 }
 
 /// Reads the batches written since the first `read`, raising `highest` and counting in `seen`

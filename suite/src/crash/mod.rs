@@ -536,6 +536,8 @@ async fn run_case_inner(
                     written: &written,
                     produced: &produced,
                     supply: &supply,
+                    scraper: scraper.as_ref().ok().map(|s| (s, side.metrics_prefix())),
+                    started,
                 };
                 kill_tally = Some(kill_on_progress(&watch, &supervisor, bench.size.kills).await);
             }

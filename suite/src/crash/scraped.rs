@@ -140,6 +140,33 @@ impl Scraper {
         })
     }
 
+    /// Waits (at most `patience`) until Prometheus has seen `starts` process lives in the last
+    /// `span`, polling; whether it did. A kill that follows it cannot end a life no scrape saw.
+    pub(crate) async fn wait_for_lives(
+        &self,
+        prefix: &str,
+        starts: u32,
+        span: Duration,
+        patience: Duration,
+    ) -> bool {
+        let waiting = std::time::Instant::now();
+        loop {
+            match self
+                .prometheus
+                .series(&format!("{prefix}_start_time_seconds"), span)
+                .await
+            {
+                Ok(series) if Lives::of(&series).count() >= starts => return true,
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "reading the process lives scraped"),
+            }
+            if waiting.elapsed() > patience {
+                return false;
+            }
+            tokio::time::sleep(SCRAPE_EVERY / 2).await;
+        }
+    }
+
     /// Stops the Prometheus.
     pub(crate) async fn stop(self) {
         if let Err(e) = self.prometheus.stop().await {
