@@ -70,7 +70,7 @@ pub struct KillTally {
     #[serde(default)]
     pub producer_held_secs: Option<f64>,
     /// Kills sent although Prometheus had not seen the life they ended (after waiting
-    /// [`LIFE_PATIENCE`] for it): that life's counters are missing from the metrics check.
+    /// 45 s for it): that life's counters are missing from the metrics check.
     #[serde(default)]
     pub unscraped: u32,
 }
