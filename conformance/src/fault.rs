@@ -66,6 +66,13 @@ pub enum FaultMode {
     },
     /// Cut requests and answers at random until set back to `Pass`.
     Flaky(Flaky),
+    /// Cut the `nth` request from now (1: the next one) before it reaches the destination,
+    /// then pass again: a cut at a chosen point of a conversation, such as the second request
+    /// of a sink's `open`.
+    CutRequest {
+        /// Which request, counted from 1.
+        nth: u32,
+    },
 }
 
 /// What the switch did, for assertions and reports.
@@ -118,6 +125,27 @@ impl FaultState {
     pub fn count(&self, f: impl FnOnce(&mut FaultStats)) {
         f(&mut lock(&self.stats));
     }
+
+    /// Whether the request about to be sent is the one a [`FaultMode::CutRequest`] cuts:
+    /// counts the mode down, and on the request it cuts switches back to `Pass` and counts
+    /// the cut. `false` in every other mode.
+    pub fn take_request_cut(&self) -> bool {
+        let cut = self.with_mode(|m| {
+            let FaultMode::CutRequest { nth } = m else {
+                return false;
+            };
+            if *nth > 1 {
+                *nth -= 1;
+                return false;
+            }
+            *m = FaultMode::Pass;
+            true
+        });
+        if cut {
+            self.count(|s| s.requests_cut += 1);
+        }
+        cut
+    }
 }
 
 impl FaultSwitch for FaultState {
@@ -167,10 +195,16 @@ impl<S: Sink> Sink for FaultySink<S> {
             self.faults.count(|s| s.refused += 1);
             return Err(SinkError::retryable("destination unavailable (injected)"));
         }
+        if self.faults.take_request_cut() {
+            return Err(SinkError::retryable("request cut (injected)"));
+        }
         self.inner.open().await
     }
 
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
+        if self.faults.take_request_cut() {
+            return Err(SinkError::retryable("request cut (injected)"));
+        }
         let mode = self.faults.mode();
         let lose_answer = match &mode {
             FaultMode::Refuse => {
@@ -193,7 +227,7 @@ impl<S: Sink> Sink for FaultySink<S> {
                 tokio::time::sleep(Duration::from_millis(*millis)).await;
                 false
             }
-            FaultMode::Pass => false,
+            FaultMode::Pass | FaultMode::CutRequest { .. } => false,
         };
         self.faults.count(|s| s.requests_sent += 1);
         let outcome = self.inner.consume(batch).await;

@@ -213,6 +213,9 @@ async fn client_to_server(
         };
         delay(shared).await;
         let new_request = !turns.client_spoke.swap(true, Ordering::SeqCst);
+        if new_request && shared.faults.take_request_cut() {
+            return Flow::Cut;
+        }
         let mut cut_request = false;
         shared.faults.with_mode(|mode| match mode {
             FaultMode::LoseNextAck { trigger } => {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pico_conformance::fault::FaultState;
 use pico_conformance::report::Verdict;
 use pico_conformance::runner::{RunOptions, Silent, run_destination};
 use pico_conformance::target::{
@@ -58,6 +59,9 @@ enum Behaviour {
     /// Upserts like `Honest`, on a destination read back in pages of 2 000 rows whose every
     /// page fails at its first attempt.
     HonestPagedFlaky,
+    /// Upserts like `Honest`; its `open` sends one request on its fault path and answers
+    /// `Fatal` when that request is cut (a network fault taken for misconfiguration).
+    FatalWhenOpenIsCut,
 }
 
 struct MemorySink {
@@ -65,6 +69,8 @@ struct MemorySink {
     isolation: String,
     behaviour: Behaviour,
     failed_once: AtomicBool,
+    /// The fault path `open` sends its request on ([`Behaviour::FatalWhenOpenIsCut`]).
+    network: Option<Arc<FaultState>>,
 }
 
 fn upsert(into: &mut Vec<Record>, records: &[Record]) {
@@ -77,6 +83,15 @@ fn upsert(into: &mut Vec<Record>, records: &[Record]) {
 
 #[async_trait]
 impl Sink for MemorySink {
+    async fn open(&self) -> Result<(), SinkError> {
+        match &self.network {
+            Some(network) if network.take_request_cut() => Err(SinkError::fatal(
+                "opening: connection closed; check the url",
+            )),
+            _ => Ok(()),
+        }
+    }
+
     async fn consume(&self, batch: &Batch) -> Result<Outcome, SinkError> {
         if matches!(self.behaviour, Behaviour::Slow) {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -88,6 +103,7 @@ impl Sink for MemorySink {
             | Behaviour::HonestUnproxied
             | Behaviour::Slow
             | Behaviour::HonestPagedFlaky
+            | Behaviour::FatalWhenOpenIsCut
             | Behaviour::ClaimsToTell => upsert(
                 store.applied.entry(self.isolation.clone()).or_default(),
                 batch.records(),
@@ -187,14 +203,18 @@ impl Destination for Memory {
     }
 
     async fn sink(&self, isolation: &str) -> Result<SinkUnderTest, String> {
+        let network = Arc::new(FaultState::default());
         let sink = MemorySink {
             store: self.store.clone(),
             isolation: isolation.to_owned(),
             behaviour: self.behaviour,
             failed_once: AtomicBool::new(false),
+            network: matches!(self.behaviour, Behaviour::FatalWhenOpenIsCut)
+                .then(|| network.clone()),
         };
         Ok(match self.behaviour {
             Behaviour::HonestUnproxied => SinkUnderTest::new(sink),
+            Behaviour::FatalWhenOpenIsCut => SinkUnderTest::with_faults(sink, network),
             _ => SinkUnderTest::in_process(sink),
         })
     }
@@ -387,6 +407,16 @@ async fn flaky_network_counts_its_cuts_and_a_redelivery_after_a_cut_answer() {
     assert!(
         outcome
             .contains("1 batches handed to the sink again after a consume failed on a cut answer"),
+        "{outcome}"
+    );
+}
+
+#[tokio::test]
+async fn flaky_network_cuts_open_and_fails_a_sink_that_answers_fatal_to_a_cut() {
+    let (v, outcome) = verdict(Behaviour::FatalWhenOpenIsCut, Scenario::FlakyNetwork).await;
+    assert!(matches!(v, Verdict::Failed(_)), "{outcome}");
+    assert!(
+        outcome.contains("open answered Fatal after its request 1 was cut"),
         "{outcome}"
     );
 }

@@ -98,9 +98,15 @@ async fn embedded_targets_pass_every_scenario_without_loss() {
         "at least 200 batches of 10 at reduced size: {}",
         flaky.sent
     );
+    let random = flaky.notes.iter().find(|n| n.contains("size reduced"));
     assert!(
-        flaky.notes[0].contains("size reduced")
-            && !flaky.notes[0].contains(" 0 requests and 0 answers"),
+        random.is_some_and(|n| !n.contains(" 0 requests and 0 answers")),
+        "{:?}",
+        flaky.notes
+    );
+    // open met its cuts first (the HTTP sink's open sends nothing).
+    assert!(
+        flaky.notes[0].starts_with("open under cuts: open sent no request"),
         "{:?}",
         flaky.notes
     );

@@ -9,6 +9,11 @@
 //! one more partition, cutting a growing share of answers ([`ESCALATION`]) until a consume
 //! fails on a cut answer, and redelivers that batch. The cell counts the cuts and that
 //! redelivery; a zero is "not exercised".
+//!
+//! Before the random cuts, `open` meets a cut at every point of its conversation
+//! ([`open_under_cuts`]): fresh sinks open with their first, second, … request cut. A cut
+//! network is never a reason to stop a pipeline for good: each such open must succeed or fail
+//! `Retryable`, never `Fatal`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,8 +52,14 @@ pub fn planned(size: SuiteSize) -> u64 {
     batches.div_ceil(u64::from(PARTITIONS)) * u64::from(PARTITIONS)
 }
 
+/// The most requests of one `open` cut in turn, one per fresh sink.
+const OPEN_CUTS: u32 = 16;
+
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
+    if let Some(note) = open_under_cuts(ctx).await? {
+        ctx.notes.push(note);
+    }
     let under_test = ctx
         .dest
         .sink(&ctx.isolation)
@@ -175,4 +186,87 @@ async fn escalate(
         }
     }
     Ok(0)
+}
+
+/// Opens fresh sinks with their first, second, … request cut (at most [`OPEN_CUTS`]), until
+/// one opens without its cut request having been sent (its `open` needs fewer requests). Each
+/// open must return within [`ESCALATED_CONSUME`], `Ok` or `Retryable` — a `Fatal` answer to a
+/// network fault would stop a pipeline for good — and the sink must open once the network is
+/// whole. Returns the note (`None` for a destination with no fault path).
+async fn open_under_cuts(ctx: &Ctx<'_>) -> Result<Option<String>, ScenarioError> {
+    let (mut retryable, mut absorbed) = (Vec::new(), Vec::new());
+    let mut needed = None;
+    for nth in 1..=OPEN_CUTS {
+        let under_test = ctx
+            .dest
+            .sink(&ctx.isolation)
+            .await
+            .map_err(|e| ScenarioError::Failed(format!("building the sink: {e}")))?;
+        let Some(faults) = under_test.faults.clone() else {
+            return Ok(None);
+        };
+        let cut_before = faults.stats().requests_cut;
+        faults.set(FaultMode::CutRequest { nth });
+        let opened = tokio::time::timeout(ESCALATED_CONSUME, under_test.sink.open()).await;
+        let cut = faults.stats().requests_cut > cut_before;
+        faults.set(FaultMode::Pass);
+        match opened {
+            Err(_) => {
+                return Err(ScenarioError::Failed(format!(
+                    "open did not return within {} s after its request {nth} was cut",
+                    ESCALATED_CONSUME.as_secs()
+                )));
+            }
+            Ok(Err(e)) if e.is_fatal() => {
+                return Err(ScenarioError::Failed(format!(
+                    "open answered Fatal after its request {nth} was cut (a network fault, not \
+                     a configuration to change): {e}"
+                )));
+            }
+            Ok(Err(_)) => retryable.push(nth),
+            Ok(Ok(())) if cut => absorbed.push(nth),
+            Ok(Ok(())) => {
+                needed = Some(nth - 1);
+                break;
+            }
+        }
+        let mut driver = ctx.driver_for(Arc::clone(&under_test.sink));
+        open(&mut driver).await.map_err(|e| {
+            ScenarioError::Failed(format!(
+                "opening again after request {nth} of an open was cut: {e}"
+            ))
+        })?;
+    }
+    Ok(Some(open_cuts_note(needed, &retryable, &absorbed)))
+}
+
+/// The note of [`open_under_cuts`]: how many requests `open` sends (`None`: more than
+/// [`OPEN_CUTS`]), and with which of them cut it answered `Retryable` or succeeded.
+fn open_cuts_note(needed: Option<u32>, retryable: &[u32], absorbed: &[u32]) -> String {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let mut note = match needed {
+        Some(0) => "open under cuts: open sent no request (it connects on first use)".to_owned(),
+        Some(1) => "open under cuts: open sends 1 request".to_owned(),
+        Some(n) => format!("open under cuts: open sends {n} requests"),
+        None => format!(
+            "open under cuts: open sends more than {OPEN_CUTS} requests; the first {OPEN_CUTS} \
+             were cut"
+        ),
+    };
+    if !retryable.is_empty() {
+        note.push_str(&format!(
+            "; open answered Retryable with request {} cut",
+            list(retryable)
+        ));
+    }
+    if !absorbed.is_empty() {
+        note.push_str(&format!(
+            "; open succeeded all the same (its client retried) with request {} cut",
+            list(absorbed)
+        ));
+    }
+    if needed != Some(0) {
+        note.push_str("; each sink opened once the network was whole");
+    }
+    note
 }

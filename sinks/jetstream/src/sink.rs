@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::context::{
-    CreateStreamErrorKind, GetStreamErrorKind, PublishError, PublishErrorKind,
+    CreateStreamErrorKind, GetStreamByNameErrorKind, GetStreamErrorKind, PublishError,
+    PublishErrorKind,
 };
 use async_nats::jetstream::publish::PublishAck;
 use async_nats::jetstream::{self, stream};
@@ -135,6 +136,9 @@ impl JetStreamSink {
                     error_chain(&e)
                 }
                 GetStreamErrorKind::Request => return Err(self.unreachable(&e)),
+                GetStreamErrorKind::JetStream(j) if temporarily_unavailable(&j) => {
+                    return Err(self.unreachable(&e));
+                }
                 _ => {
                     return Err(SinkError::fatal(format!(
                         "stream {}: {}",
@@ -163,7 +167,11 @@ impl JetStreamSink {
         match created {
             Ok(s) => Ok(s.cached_info().config.duplicate_window),
             Err(e) => match e.kind() {
-                CreateStreamErrorKind::TimedOut | CreateStreamErrorKind::JetStreamUnavailable => {
+                // `Response` is a request that failed on its way (a cut connection).
+                CreateStreamErrorKind::TimedOut
+                | CreateStreamErrorKind::JetStreamUnavailable
+                | CreateStreamErrorKind::Response => Err(self.unreachable(&e)),
+                CreateStreamErrorKind::JetStream(j) if temporarily_unavailable(&j) => {
                     Err(self.unreachable(&e))
                 }
                 _ => Err(SinkError::fatal(format!(
@@ -194,20 +202,32 @@ impl JetStreamSink {
         ))
     }
 
+    /// Checks that the configured stream is the one capturing the subject. Only an answer
+    /// naming no stream, or another one, is `Fatal`: a request that failed (a timeout, a cut
+    /// or refused connection) or a JetStream that is not ready yet is `Retryable`.
     async fn check_capture(&self) -> Result<(), SinkError> {
         let c = &self.config;
-        let owner = self
-            .context
-            .stream_by_subject(c.subject.as_str())
-            .await
-            .map_err(|e| {
-                SinkError::fatal(format!(
-                    "no stream captures subject {} ({}): add it to stream {}'s subjects",
-                    c.subject,
-                    error_chain(&e),
-                    c.stream
-                ))
-            })?;
+        let owner = match self.context.stream_by_subject(c.subject.as_str()).await {
+            Ok(owner) => owner,
+            Err(e) => {
+                return Err(match e.kind() {
+                    GetStreamByNameErrorKind::Request => self.unreachable(&e),
+                    GetStreamByNameErrorKind::JetStream(j) if temporarily_unavailable(&j) => {
+                        self.unreachable(&e)
+                    }
+                    GetStreamByNameErrorKind::NotFound => SinkError::fatal(format!(
+                        "no stream captures subject {}: add it to stream {}'s subjects",
+                        c.subject, c.stream
+                    )),
+                    _ => SinkError::fatal(format!(
+                        "looking up the stream that captures subject {}: {}: check the \
+                         subject's syntax and that this account may list streams",
+                        c.subject,
+                        error_chain(&e)
+                    )),
+                });
+            }
+        };
         if owner != c.stream {
             return Err(SinkError::fatal(format!(
                 "subject {} is captured by stream {owner}, not {}: set stream = \"{owner}\" or \
@@ -217,6 +237,12 @@ impl JetStreamSink {
         }
         Ok(())
     }
+}
+
+/// A JetStream API error that says "not now" rather than "no": the HTTP-like 503 the server
+/// answers while JetStream starts, elects a leader or recovers.
+fn temporarily_unavailable(e: &jetstream::Error) -> bool {
+    e.code() == 503
 }
 
 impl JetStreamSink {

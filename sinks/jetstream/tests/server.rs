@@ -210,3 +210,91 @@ async fn building_makes_no_connection_and_a_server_that_does_not_answer_is_retry
         "{e}"
     );
 }
+
+/// A relay in front of the server that, while armed, holds back the first request whose bytes
+/// contain `trigger` (and everything after it on that connection) until released: a request
+/// cut on its way, deterministically.
+struct Holding {
+    addr: std::net::SocketAddr,
+    held: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl Holding {
+    async fn start(upstream: &str, trigger: &'static [u8]) -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let upstream = upstream.trim_start_matches("nats://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = Arc::new(AtomicU32::new(0));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let counter = held.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                });
+                let (counter, mut released) = (counter.clone(), released.clone());
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match client_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        let chunk = &buf[..n];
+                        if !*released.borrow() && chunk.windows(trigger.len()).any(|w| w == trigger)
+                        {
+                            counter.fetch_add(1, Ordering::SeqCst);
+                            let _ = released.wait_for(|r| *r).await;
+                        }
+                        if server_write.write_all(chunk).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            held,
+            release,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://{}", self.addr)
+    }
+
+    fn held(&self) -> u32 {
+        self.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_lookup_of_the_subject_cut_on_its_way_is_retryable_and_the_next_open_succeeds() {
+    let Some(server) = start().await else { return };
+    // The stream is found (its info request passes), then the request asking which stream
+    // captures the subject never reaches the server.
+    let relay = Holding::start(&server.url, b"$JS.API.STREAM.NAMES").await;
+    let mut c = config(&relay.url(), "CUT");
+    c.ack_timeout = Duration::from_secs(1);
+    let sink = JetStreamSink::connect(c).await.unwrap();
+    let e = sink.open().await.unwrap_err();
+    eprintln!("requests held back: {}; open answered: {e}", relay.held());
+    assert_eq!(relay.held(), 1, "the fault did not happen");
+    assert!(
+        e.is_retryable(),
+        "a request that timed out is not fatal: {e}"
+    );
+    relay.release.send_replace(true);
+    sink.open().await.unwrap();
+    let out = sink.consume(&json_batch("t", 0, 0..=9)).await.unwrap();
+    assert_eq!(out.written, 10);
+    assert_eq!(held(&server.url, "CUT").await, (0..10).collect::<Vec<_>>());
+}

@@ -28,7 +28,23 @@ pub(crate) fn classify<
         "{what}: {} {code} {message}",
         status.map(|s| s.to_string()).unwrap_or_default()
     );
-    match (status, code.as_str()) {
+    if let Some(failure) = answered(status, &code, detail) {
+        return failure;
+    }
+    // No HTTP answer: connection, timeout, dispatch; an unknown host or a TLS mismatch never
+    // heals.
+    let reason = pico_sink::kit::error_chain(e);
+    S3Failure::Other(match pico_sink::kit::unhealable_connect_failure(&reason) {
+        Some(advice) => SinkError::fatal(format!("{what}: {reason} — {advice}")),
+        None => SinkError::retryable(format!("{what}: {reason}")),
+    })
+}
+
+/// What an answer of the store means, by its status and error code; `None` when there was no
+/// answer. A request the store gave up waiting for (`RequestTimeout`, a 400 on a slow or cut
+/// upload; `408`) is `Retryable`, like throttling and server errors; other 4xx are `Fatal`.
+fn answered(status: Option<u16>, code: &str, detail: String) -> Option<S3Failure> {
+    Some(match (status, code) {
         (Some(412), _) | (_, "PreconditionFailed") => S3Failure::AlreadyExists,
         (_, "NoSuchBucket") => S3Failure::NoSuchBucket,
         (Some(401 | 403), _)
@@ -40,21 +56,36 @@ pub(crate) fn classify<
         (_, "InvalidBucketName") => S3Failure::Other(SinkError::fatal(format!(
             "{detail}: the bucket name is not valid"
         ))),
-        (Some(409), _) | (Some(429), _) | (_, "SlowDown" | "ConditionalRequestConflict") => {
+        (Some(408 | 409 | 429), _)
+        | (_, "SlowDown" | "ConditionalRequestConflict" | "RequestTimeout") => {
             S3Failure::Other(SinkError::retryable(detail))
         }
         (Some(s), _) if s >= 500 => S3Failure::Other(SinkError::retryable(detail)),
         (Some(s), _) if (400..500).contains(&s) => S3Failure::Other(SinkError::fatal(format!(
             "{detail}: the store refused the request"
         ))),
-        // No HTTP answer: connection, timeout, dispatch; an unknown host or a TLS mismatch
-        // never heals.
-        _ => {
-            let reason = pico_sink::kit::error_chain(e);
-            S3Failure::Other(match pico_sink::kit::unhealable_connect_failure(&reason) {
-                Some(advice) => SinkError::fatal(format!("{what}: {reason} — {advice}")),
-                None => SinkError::retryable(format!("{what}: {reason}")),
-            })
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(status: u16, code: &str) -> SinkError {
+        match answered(Some(status), code, format!("{status} {code}")) {
+            Some(S3Failure::Other(e)) => e,
+            _ => panic!("{status} {code}: not an error"),
         }
+    }
+
+    #[test]
+    fn a_request_the_store_gave_up_waiting_for_is_retryable_and_a_refusal_fatal() {
+        assert!(error(400, "RequestTimeout").is_retryable());
+        assert!(error(408, "").is_retryable());
+        assert!(error(503, "SlowDown").is_retryable());
+        assert!(error(400, "InvalidArgument").is_fatal());
+        assert!(error(403, "AccessDenied").is_fatal());
+        assert!(answered(None, "", String::new()).is_none());
     }
 }

@@ -114,24 +114,34 @@ fn error(e: surrealdb::Error, what: &str) -> SinkError {
     }
     // Connection problems and aborted optimistic transactions (a concurrent writer) pass;
     // query and permission errors do not.
-    let transient = [
-        "connect",
-        "connection",
-        "timed out",
-        "timeout",
-        "closed",
-        "reset",
-        "conflict",
-        "retry",
-        "failed transaction",
-    ]
-    .iter()
-    .any(|w| text.to_ascii_lowercase().contains(w));
+    let transient = e.is_connection()
+        || [
+            "connect",
+            "connection",
+            "timed out",
+            "timeout",
+            "closed",
+            "reset",
+            "conflict",
+            "retry",
+            "failed transaction",
+        ]
+        .iter()
+        .any(|w| text.to_ascii_lowercase().contains(w));
     if transient {
         SinkError::retryable(format!("{what}: {text}")).with_source(e)
     } else {
         SinkError::fatal(format!("{what}: {text}")).with_source(e)
     }
+}
+
+/// A failed sign-in: credentials the server refused are `Fatal`; any other failure is
+/// classified as every other error is (a connection cut during the sign-in is `Retryable`).
+fn signin_error(e: surrealdb::Error) -> SinkError {
+    if e.is_not_allowed() {
+        return SinkError::fatal(format!("signing in: {e} — check the credentials")).with_source(e);
+    }
+    error(e, "signing in")
 }
 
 impl SurrealSink {
@@ -201,9 +211,7 @@ impl SurrealSink {
                         password: pass.expose().to_owned(),
                     })
                     .await
-                    .map_err(|e| {
-                        SinkError::fatal("signing in: check the credentials").with_source(e)
-                    })?;
+                    .map_err(signin_error)?;
                 }
                 db
             }
@@ -406,6 +414,25 @@ impl Sink for SurrealSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sign_in_cut_by_the_network_is_retryable_and_refused_credentials_are_fatal() {
+        let cut = surrealdb::Error::connection(
+            "connection reset by peer".into(),
+            None::<surrealdb::types::ConnectionError>,
+        );
+        let e = signin_error(cut);
+        assert!(e.is_retryable(), "{e}");
+        let refused = surrealdb::Error::not_allowed(
+            "there was a problem with authentication".into(),
+            None::<surrealdb::types::NotAllowedError>,
+        );
+        let e = signin_error(refused);
+        assert!(
+            e.is_fatal() && e.message().contains("check the credentials"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_config_reads_from_toml_with_defaults_and_refuses_unknown_keys() {

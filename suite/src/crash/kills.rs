@@ -73,6 +73,11 @@ pub struct KillTally {
     /// 45 s for it): that life's counters are missing from the metrics check.
     #[serde(default)]
     pub unscraped: u32,
+    /// Whether each share of the records was sized to the effective kills still needed (half
+    /// of what was left kept back for kills that miss); `false` in runs from before, whose
+    /// shares were equal, one per required kill.
+    #[serde(default)]
+    pub shares_to_need: bool,
 }
 
 impl KillTally {
@@ -200,9 +205,11 @@ pub(crate) async fn kill_on_progress(
         }
         read = note_new_batches(watch, &mut highest, read, &mut 0);
         // Then one to three new batches before the kill, from the share of records released
-        // now: the earlier ones commit meanwhile, so the committed offsets move between kills,
-        // and the last is held uncommitted.
-        watch.supply.release_share();
+        // now (sized to the effective kills still needed): the earlier ones commit meanwhile,
+        // so the committed offsets move between kills, and the last is held uncommitted.
+        watch
+            .supply
+            .release_share(required.saturating_sub(tally.effective));
         let wanted = fastrand::u32(1..=3);
         let mut seen = 0;
         let mut stalled = false;

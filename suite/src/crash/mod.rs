@@ -514,7 +514,7 @@ async fn run_case_inner(
         let supervisor = Supervisor::start(bench.runtime, &files, &dir, Some(ended_tx.clone()));
         // The producer's records come as the case releases them: the kill case's one share per
         // kill (its producer keeps pace with its kills), every other case's all at once.
-        let (pace, supply) = Pace::gated(paced(bench.size, case), bench.size.kills);
+        let (pace, supply) = Pace::gated(paced(bench.size, case));
         if case != Case::Kill {
             supply.release_all();
         }
@@ -616,6 +616,7 @@ async fn run_case_inner(
         let (produced, bad) = producer.await.map_err(|e| e.to_string())??;
         if let Some(tally) = &mut kill_tally {
             tally.producer_held_secs = Some(supply.held_secs());
+            tally.shares_to_need = true;
         }
         let ends = partition_ends(produced.keys().copied());
         let deadline = Instant::now() + Duration::from_secs(60 + bench.size.records / 40);

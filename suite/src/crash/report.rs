@@ -214,26 +214,30 @@ fn held_back_legend(report: &CrashReport) -> &'static str {
 }
 
 /// How the kill case's producer kept pace with its kills, for a report with a row whose kills
-/// released the records share by share (its notes say how long the producer waited); nothing
-/// for one from before they did.
+/// released the records share by share (its notes say how long the producer waited): in shares
+/// sized to the kills still needed where any row's were, in equal shares for rows from before;
+/// nothing for a report from before the shares.
 fn shares(report: &CrashReport) -> String {
-    let shared = report.results.iter().any(|r| {
-        r.kills
-            .as_ref()
-            .is_some_and(|k| k.producer_held_secs.is_some())
-    });
-    if shared {
+    let kills = || report.results.iter().filter_map(|r| r.kills.as_ref());
+    if !kills().any(|k| k.producer_held_secs.is_some()) {
+        return String::new();
+    }
+    let how = if kills().any(|k| k.shares_to_need) {
+        "in shares, each the records not yet released divided by twice the effective kills \
+         still needed (half kept back for kills that miss; one kill needed in a smoke test)"
+            .to_owned()
+    } else {
         format!(
-            "; where a kill row's notes say how long the producer waited, its producer kept pace \
-             with the kills: the records came in as many equal shares as the case needs \
-             effective kills ({}; one in a smoke test), the next released as a kill started to \
-             wait for new records, so a kill slower than the producer's rate (a \
-             loaded machine) still found records arriving",
+            "in as many equal shares as the case needs effective kills ({}; one in a smoke test)",
             report.size.kills
         )
-    } else {
-        String::new()
-    }
+    };
+    format!(
+        "; where a kill row's notes say how long the producer waited, its producer kept pace \
+         with the kills: the records came {how}, the next released as a kill started to wait \
+         for new records, so a kill slower than the producer's rate (a loaded machine) still \
+         found records arriving"
+    )
 }
 
 /// How the sinks shared the run, when several ran at once (the seconds of a case then include
@@ -674,6 +678,17 @@ mod tests {
             after.contains("as many equal shares as the case needs effective kills (10;"),
             "{after}"
         );
+        shared.results[0].kills = Some(crate::crash::KillTally {
+            producer_held_secs: Some(1.5),
+            shares_to_need: true,
+            ..Default::default()
+        });
+        let sized = render(&shared);
+        assert!(
+            sized.contains("divided by twice the effective kills"),
+            "{sized}"
+        );
+        assert!(!sized.contains("equal shares"), "{sized}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A producer's pace: the stream's record indices handed out in chunks no sooner than the
-//! case's rate allows and, in the kill case, no further than the kills let them ([`Supply`]).
+//! case's rate allows and, in the kill case, no further than the kills let them ([`Supply`]),
+//! in shares sized to the effective kills still needed.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,10 +27,12 @@ pub struct Pace {
 
 /// Releases a gated [`Pace`]'s records a share at a time: the kill case's producer keeps pace
 /// with its kills, so records still arrive when a slow kill (a loaded machine) wants new ones
-/// instead of the producer having finished before the kills did. Dropping it releases the rest.
+/// instead of the producer having finished before the kills did. Each share is sized to the
+/// effective kills still needed, planning for every second kill to miss, so kills that were
+/// not effective (a loaded machine) never use up the records the remaining ones need.
+/// Dropping it releases the rest.
 pub struct Supply {
     released: watch::Sender<u64>,
-    share: u64,
     records: u64,
     held: Arc<AtomicU64>,
 }
@@ -46,9 +49,8 @@ impl Pace {
         }
     }
 
-    /// From now, at `size.rate`, handing out nothing until `supply` releases its first share;
-    /// the records are released in `shares` equal shares.
-    pub(crate) fn gated(size: Size, shares: u32) -> (Self, Supply) {
+    /// From now, at `size.rate`, handing out nothing until `supply` releases its first share.
+    pub(crate) fn gated(size: Size) -> (Self, Supply) {
         let (released, gate) = watch::channel(0);
         let held = Arc::new(AtomicU64::new(0));
         let pace = Self {
@@ -58,7 +60,6 @@ impl Pace {
         };
         let supply = Supply {
             released,
-            share: size.records.div_ceil(u64::from(shares.max(1))),
             records: size.records,
             held,
         };
@@ -114,11 +115,23 @@ impl Pace {
 }
 
 impl Supply {
-    /// Releases one more share of the records.
-    pub(crate) fn release_share(&self) {
-        let (share, records) = (self.share, self.records);
-        self.released
-            .send_modify(|released| *released = (*released + share).min(records));
+    /// Releases one more share for a kill when `needed` effective kills (this one included)
+    /// are still to come: the records not yet released divided by twice `needed`, so half of
+    /// them stays back for kills that turn out not to be effective; at least one record while
+    /// any is left.
+    pub(crate) fn release_share(&self, needed: u32) {
+        let records = self.records;
+        self.released.send_modify(|released| {
+            let left = records - *released;
+            let share = (left / (2 * u64::from(needed.max(1)))).max(1).min(left);
+            *released += share;
+        });
+    }
+
+    /// Records not released yet.
+    #[cfg(test)]
+    fn unreleased(&self) -> u64 {
+        self.records - *self.released.borrow()
     }
 
     /// Releases every record.
@@ -162,7 +175,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_gated_pace_hands_out_no_record_its_supply_did_not_release() {
-        let (mut pace, supply) = Pace::gated(size(30, 1_000), 3);
+        let (mut pace, supply) = Pace::gated(size(40, 1_000));
         let producer = tokio::spawn(async move {
             let mut chunks = Vec::new();
             while let Some(chunk) = pace.next().await {
@@ -172,37 +185,61 @@ mod tests {
         });
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!producer.is_finished(), "nothing released yet");
-        supply.release_share();
+        // Two kills needed of 40 records: a quarter, then half of the 30 left.
+        supply.release_share(2);
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!producer.is_finished(), "one share of three released");
-        supply.release_share();
+        assert!(!producer.is_finished(), "one share released");
+        supply.release_share(1);
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!producer.is_finished(), "two shares of three released");
-        supply.release_share();
+        assert!(!producer.is_finished(), "15 records kept back");
+        assert_eq!(supply.unreleased(), 15);
+        supply.release_all();
         let chunks = producer.await.unwrap();
         // Chunks of 100 (a tenth of a second at 1 000 a second) cut at each share's end.
-        assert_eq!(chunks, vec![0..10, 10..20, 20..30]);
+        assert_eq!(chunks, vec![0..10, 10..25, 25..40]);
         assert!(supply.held_secs() >= 0.5, "held {} s", supply.held_secs());
         // Two shares released at once go out together.
-        let (mut pace, supply) = Pace::gated(size(30, 1_000), 3);
-        supply.release_share();
-        supply.release_share();
-        assert_eq!(pace.next().await, Some(0..20));
+        let (mut pace, supply) = Pace::gated(size(40, 1_000));
+        supply.release_share(2);
+        supply.release_share(1);
+        assert_eq!(pace.next().await, Some(0..25));
+    }
+
+    #[test]
+    fn kills_that_were_not_effective_never_use_up_the_records() {
+        // 50 effective kills needed of 20 000 records (the full size), and every second kill
+        // not effective: each kill still releases a share of at least a hundred records. (The
+        // equal shares of before ran out after 50 kills, 25 of them effective here.)
+        let (_pace, supply) = Pace::gated(size(20_000, 1_000));
+        let (mut effective, mut kills) = (0, 0);
+        while effective < 50 {
+            let before = supply.unreleased();
+            supply.release_share(50 - effective);
+            let share = before - supply.unreleased();
+            assert!(
+                share >= 100,
+                "kill {kills} ({effective} effective) released {share} records"
+            );
+            kills += 1;
+            effective += kills % 2;
+        }
+        assert_eq!(kills, 99);
+        assert!(supply.unreleased() > 0, "records are kept back to the end");
     }
 
     #[tokio::test]
     async fn a_gated_pace_runs_free_once_its_supply_is_gone() {
-        let (mut pace, supply) = Pace::gated(size(30, 1_000), 3);
-        supply.release_share();
-        assert_eq!(pace.next().await, Some(0..10));
+        let (mut pace, supply) = Pace::gated(size(30, 1_000));
+        supply.release_share(2);
+        assert_eq!(pace.next().await, Some(0..7));
         drop(supply);
-        assert_eq!(pace.next().await, Some(10..30));
+        assert_eq!(pace.next().await, Some(7..30));
         assert_eq!(pace.next().await, None);
     }
 
     #[tokio::test]
     async fn releasing_every_record_opens_the_gate_whole() {
-        let (mut pace, supply) = Pace::gated(size(30, 1_000), 3);
+        let (mut pace, supply) = Pace::gated(size(30, 1_000));
         supply.release_all();
         assert_eq!(pace.next().await, Some(0..30));
     }

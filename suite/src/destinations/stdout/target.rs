@@ -60,6 +60,9 @@ struct CapturedWriter {
 
 impl Write for CapturedWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.faults.take_request_cut() {
+            return Err(io::Error::other("write cut"));
+        }
         let lose_ack = match self.faults.mode() {
             FaultMode::Refuse => {
                 self.faults.count(|s| s.refused += 1);
