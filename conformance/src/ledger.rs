@@ -4,7 +4,8 @@
 //! dead-lettered, and compares that with what the destination holds: visible duplicates, loss
 //! (zero tolerance, every missing offset named), corrupted payloads, foreign rows, and records
 //! the sink rejected although the destination holds them (a dead-letter queue replayed later
-//! would write those twice).
+//! would write those twice), and records reported already present that the destination
+//! cannot have held before the call (the shape of a loss: a runtime commits past them).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,6 +29,16 @@ pub struct Ledger {
     largest: Option<BatchSize>,
     must_store: BTreeSet<RecordId>,
     batches_sent: u64,
+    handed: BTreeMap<RecordId, Handed>,
+    present_unheld: Vec<String>,
+}
+
+/// How often a record was handed to the sink, and how many of those deliveries ended with the
+/// record refused (the sink did not store it then).
+#[derive(Debug, Default, Clone, Copy)]
+struct Handed {
+    deliveries: u32,
+    refused: u32,
 }
 
 /// The size of one batch handed to the sink.
@@ -80,6 +91,12 @@ pub struct Measured {
     /// not in the destination, so a sink that refuses valid records loses them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected_valid: Vec<String>,
+    /// Batches with more records reported already present than the destination can have
+    /// held before the call: records never handed to the sink before (nor at the same time),
+    /// or only refused. A runtime commits past them; where the destination does not hold them
+    /// they are lost, whatever the read-back finds later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present_unheld: Vec<String>,
     /// Batches whose reported outcome is wrong (what a runtime meters and an operator reads):
     /// written + already present + rejected must equal the batch, and a sink that tells
     /// records already held apart must report an exact replay as already present.
@@ -122,13 +139,22 @@ impl Ledger {
         }
     }
 
-    /// Records a batch as sent.
+    /// Records a batch as sent, about to be handed to the sink.
     pub fn sent(&mut self, batch: &Batch) {
         self.batches_sent += 1;
         let size = BatchSize::of(batch);
         if self.largest.is_none_or(|l| size > l) {
             self.largest = Some(size);
         }
+        self.produced(batch);
+        for r in batch.records() {
+            self.handed.entry(r.id.clone()).or_default().deliveries += 1;
+        }
+    }
+
+    /// Records a batch as produced by the source, whether or not a delivery hands it to the
+    /// sink (an at-most-once delivery may leave records out).
+    pub fn produced(&mut self, batch: &Batch) {
         for r in batch.records() {
             self.sent
                 .insert(r.id.clone(), payload_checksum(self.form, &r.value));
@@ -155,8 +181,12 @@ impl Ledger {
     }
 
     /// Checks what the sink reported for a delivered batch: every record written, already
-    /// present or rejected, none counted twice or left out.
-    pub fn reported(&mut self, batch: &Batch, outcome: &Outcome) {
+    /// present or rejected, none counted twice or left out, and no more already present than
+    /// the destination can have held before the call ([`Measured::present_unheld`]).
+    /// `retried`: an attempt of this delivery failed before the one that answered (it may
+    /// have stored any record of the batch).
+    pub fn reported(&mut self, batch: &Batch, outcome: &Outcome, retried: bool) {
+        self.check_present(batch, outcome, retried);
         let accounted = outcome.written + outcome.already_present + outcome.rejected.len() as u64;
         if accounted != batch.len() as u64 {
             self.miscounted.push(format!(
@@ -167,6 +197,40 @@ impl Ledger {
                 outcome.rejected.len(),
                 batch.len()
             ));
+        }
+    }
+
+    /// "Already present" is a claim that the destination held the record before the call:
+    /// at most the records some other delivery (before this one, or at the same time) handed
+    /// to the sink without their refusal, or any record when an earlier attempt of this
+    /// delivery failed. Then counts this delivery's refusals.
+    fn check_present(&mut self, batch: &Batch, outcome: &Outcome, retried: bool) {
+        let rejected: BTreeSet<&RecordId> = outcome.rejected.iter().map(|r| &r.id).collect();
+        let may_be_held = batch
+            .records()
+            .iter()
+            .filter(|r| !rejected.contains(&r.id))
+            .filter(|r| {
+                retried
+                    || self
+                        .handed
+                        .get(&r.id)
+                        .is_some_and(|h| h.deliveries > h.refused + 1)
+            })
+            .count() as u64;
+        if outcome.already_present > may_be_held {
+            self.present_unheld.push(format!(
+                "{}: {} reported already present, but at most {may_be_held} of its records can \
+                 have been held before the call (the others were never handed to the sink \
+                 before, or only refused)",
+                batch.id(),
+                outcome.already_present
+            ));
+        }
+        for r in outcome.rejected.iter().filter(|r| !r.may_be_stored) {
+            if let Some(h) = self.handed.get_mut(&r.id) {
+                h.refused += 1;
+            }
         }
     }
 
@@ -256,6 +320,7 @@ impl Ledger {
                 .map(ToString::to_string)
                 .collect(),
             miscounted: self.miscounted.clone(),
+            present_unheld: self.present_unheld.clone(),
             rejected_but_stored,
             corrupted,
             foreign,
@@ -295,5 +360,96 @@ impl DriverHooks for SharedLedger {
     async fn dead_letter(&mut self, letters: &[DeadLetter]) -> Result<(), String> {
         self.lock().dead_lettered(letters);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pico_sink::{RejectedRecord, WriteReport};
+
+    use super::*;
+    use crate::scenarios::sample_batch;
+
+    fn outcome(written: u64, already_present: u64, refused: &[u64]) -> Outcome {
+        let rejected = refused
+            .iter()
+            .map(|o| RejectedRecord::new(RecordId::new("t", 0, *o), "refused"))
+            .collect();
+        Outcome::new(
+            WriteReport {
+                written,
+                already_present,
+            },
+            rejected,
+        )
+    }
+
+    fn delivered(ledger: &mut Ledger, batch: &Batch, outcome: &Outcome, retried: bool) {
+        ledger.sent(batch);
+        ledger.reported(batch, outcome, retried);
+    }
+
+    #[test]
+    fn a_refused_record_replayed_is_never_already_present() {
+        let batch = sample_batch("t", 0, 0..=9);
+        let mut ledger = Ledger::default();
+        delivered(&mut ledger, &batch, &outcome(9, 0, &[3]), false);
+        assert!(ledger.present_unheld.is_empty());
+        // Refused again, or stored: right. Already present: the shape of a loss.
+        delivered(&mut ledger, &batch, &outcome(0, 9, &[3]), false);
+        delivered(&mut ledger, &batch, &outcome(1, 9, &[]), false);
+        assert!(
+            ledger.present_unheld.is_empty(),
+            "{:?}",
+            ledger.present_unheld
+        );
+        let mut lied = Ledger::default();
+        delivered(&mut lied, &batch, &outcome(9, 0, &[3]), false);
+        delivered(&mut lied, &batch, &outcome(0, 10, &[]), false);
+        assert_eq!(lied.present_unheld.len(), 1, "{:?}", lied.present_unheld);
+        assert!(lied.present_unheld[0].contains("at most 9"));
+    }
+
+    #[test]
+    fn an_earlier_batch_after_a_later_one_was_never_held() {
+        let mut ledger = Ledger::default();
+        delivered(
+            &mut ledger,
+            &sample_batch("t", 0, 10..=19),
+            &outcome(10, 0, &[]),
+            false,
+        );
+        delivered(
+            &mut ledger,
+            &sample_batch("t", 0, 0..=9),
+            &outcome(0, 10, &[]),
+            false,
+        );
+        assert_eq!(ledger.present_unheld.len(), 1);
+        // After a failed attempt of the same delivery, any record may be held.
+        let mut retried = Ledger::default();
+        delivered(
+            &mut retried,
+            &sample_batch("t", 0, 0..=9),
+            &outcome(0, 10, &[]),
+            true,
+        );
+        assert!(retried.present_unheld.is_empty());
+    }
+
+    #[test]
+    fn a_record_handed_to_another_writer_at_the_same_time_may_be_held() {
+        let batch = sample_batch("t", 0, 0..=9);
+        let mut ledger = Ledger::default();
+        // Both writers were handed the batch before either answered.
+        ledger.sent(&batch);
+        ledger.sent(&batch);
+        ledger.reported(&batch, &outcome(10, 0, &[]), false);
+        ledger.reported(&batch, &outcome(0, 10, &[]), false);
+        assert!(
+            ledger.present_unheld.is_empty(),
+            "{:?}",
+            ledger.present_unheld
+        );
     }
 }

@@ -26,11 +26,14 @@ pub enum Control {
     /// Skips a record only while it is among the last rows it stored (a dedupe window): a
     /// replay older than the window appends again, while claiming no duplicate.
     ForgetsOldWrites,
+    /// Stores every record under its key, and reports its first writes as already present
+    /// (and replays as written), without saying it tells them apart.
+    PresentBeforeHeld,
 }
 
 impl Control {
     /// Every control, the honest sink first.
-    pub const ALL: [Control; 8] = [
+    pub const ALL: [Control; 9] = [
         Control::Honest,
         Control::DropsRecord,
         Control::AppendsClaimingNoDuplicate,
@@ -39,6 +42,7 @@ impl Control {
         Control::TornOnCancel,
         Control::AcksBeforeVisible,
         Control::ForgetsOldWrites,
+        Control::PresentBeforeHeld,
     ];
 
     /// The control's id (its row in the table, its SQLite file).
@@ -52,6 +56,7 @@ impl Control {
             Control::TornOnCancel => "torn-on-cancel",
             Control::AcksBeforeVisible => "acks-before-visible",
             Control::ForgetsOldWrites => "forgets-old-writes",
+            Control::PresentBeforeHeld => "present-before-held",
         }
     }
 
@@ -82,6 +87,9 @@ impl Control {
             Control::ForgetsOldWrites => {
                 "skips a record only while it is among its last 16 384 rows; an older replay appends again"
             }
+            Control::PresentBeforeHeld => {
+                "stores every record, and reports first writes as already present and replays as written"
+            }
         }
     }
 
@@ -96,6 +104,7 @@ impl Control {
             Control::DeadLettersValid => Some(Finding::RejectedValid),
             Control::DeadLettersStored => Some(Finding::RejectedButStored),
             Control::TornOnCancel => Some(Finding::Corrupted),
+            Control::PresentBeforeHeld => Some(Finding::PresentNotHeld),
         }
     }
 }

@@ -12,6 +12,9 @@ use crate::ledger::Measured;
 pub enum Finding {
     /// Records sent, not dead-lettered, and not in the destination.
     Lost,
+    /// Records reported already present that the destination cannot have held before the
+    /// call.
+    PresentNotHeld,
     /// Records rejected as refused that the destination holds.
     RejectedButStored,
     /// Valid records the sink rejected.
@@ -29,6 +32,7 @@ impl Finding {
     pub fn words(self) -> &'static str {
         match self {
             Finding::Lost => "lost",
+            Finding::PresentNotHeld => "already present, not held",
             Finding::RejectedButStored => "rejected but stored",
             Finding::RejectedValid => "valid record rejected",
             Finding::Miscounted => "outcome miscounted",
@@ -43,6 +47,7 @@ impl Finding {
             !m.mismatches.is_empty() || (m.visible_duplicates > 0 && claim.promises_single_copy());
         [
             (!m.lost.is_empty(), Finding::Lost),
+            (!m.present_unheld.is_empty(), Finding::PresentNotHeld),
             (
                 !m.rejected_but_stored.is_empty(),
                 Finding::RejectedButStored,

@@ -26,6 +26,18 @@ pub fn judge(claim: &Claim, m: &Measured) -> (String, Verdict) {
     if !m.lost.is_empty() {
         words.push(format!("LOST {}: {}", m.lost.len(), list(&m.lost)));
         verdict = Verdict::Lost(format!("missing {}", list(&m.lost)));
+    } else if !m.present_unheld.is_empty() {
+        let more = match m.present_unheld.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        let why = format!(
+            "already present for records the destination did not hold (a runtime commits past \
+             them): {}{more}",
+            m.present_unheld[0]
+        );
+        words.push(why.clone());
+        verdict = Verdict::Failed(why);
     } else if !m.rejected_but_stored.is_empty() {
         words.push(format!(
             "{} rejected but stored: {}",

@@ -88,7 +88,7 @@ async fn run_mode(
             .map(|(i, r)| record(first + i, r))
             .collect::<Result<_, _>>()?;
         // The source produced every offset, whatever the delivery did with it.
-        ledger.lock().sent(&batch(all.clone())?);
+        ledger.lock().produced(&batch(all.clone())?);
         let handed: Vec<Record> = all
             .iter()
             .filter(|r| !delivered.lost.contains(&(r.id.offset as usize)))
@@ -207,6 +207,12 @@ fn fold_mode(into: &mut Measured, mode: DeliveryMode, other: Measured) {
     into.miscounted.extend(
         other
             .miscounted
+            .into_iter()
+            .map(|m| format!("{}: {m}", mode.id())),
+    );
+    into.present_unheld.extend(
+        other
+            .present_unheld
             .into_iter()
             .map(|m| format!("{}: {m}", mode.id())),
     );

@@ -246,10 +246,13 @@ impl Ctx<'_> {
         let mut driver = self.driver_for(under_test.sink);
         self.ledger.lock().sent(batch);
         let mut hooks = CrashBeforeCommit(self.ledger.clone());
-        until_committed(&mut driver, batch, &mut hooks)
+        let delivered = until_committed(&mut driver, batch, &mut hooks)
             .await
-            .map(|_| ())
-            .map_err(|e| ScenarioError::Failed(format!("first consume of {}: {e}", batch.id())))
+            .map_err(|e| ScenarioError::Failed(format!("first consume of {}: {e}", batch.id())))?;
+        self.ledger
+            .lock()
+            .reported(batch, &delivered.outcome, !delivered.retried.is_empty());
+        Ok(())
     }
 
     /// What the isolation holds once the destination settled; retried on failure.
@@ -313,7 +316,9 @@ pub(crate) async fn deliver(
     let delivered = until_committed(driver, batch, &mut hooks)
         .await
         .map_err(|e| ScenarioError::Failed(format!("delivering {}: {e}", batch.id())))?;
-    ledger.lock().reported(batch, &delivered.outcome);
+    ledger
+        .lock()
+        .reported(batch, &delivered.outcome, !delivered.retried.is_empty());
     Ok(delivered)
 }
 

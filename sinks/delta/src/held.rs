@@ -33,6 +33,9 @@ pub(crate) struct HeldTable {
     version: u64,
     /// The watermark this instance committed for each application id since the loaded state.
     committed: HashMap<String, i64>,
+    /// A commit failed without an answer: its entry may have landed, so this knowledge may be
+    /// behind the log until the next reload.
+    unsure: bool,
 }
 
 impl HeldTable {
@@ -43,6 +46,7 @@ impl HeldTable {
             table,
             version,
             committed: HashMap::new(),
+            unsure: false,
         })
     }
 
@@ -86,7 +90,14 @@ impl HeldTable {
     pub(crate) fn adopt_state(&mut self) -> Result<(), SinkError> {
         self.version = loaded_version(&self.table)?;
         self.committed.clear();
+        self.unsure = false;
         Ok(())
+    }
+
+    /// Whether a commit of this instance failed without an answer since the last reload (its
+    /// entry may be in the log, unknown to this instance).
+    pub(crate) fn is_unsure(&self) -> bool {
+        self.unsure
     }
 
     /// Commits `adds` with `app`'s watermark `mark` as the next version: `Some(version)`, or
@@ -129,10 +140,16 @@ impl HeldTable {
             .clone();
         let version = self.version + 1;
         let operation = uuid::Uuid::new_v4();
-        match log_store
+        let written = match log_store
             .write_commit_entry(version, entry.clone(), operation)
             .await
         {
+            // The store retried a create whose answer was lost, and met the entry it had
+            // written: the commit is this instance's, not another writer's.
+            Err(TransactionError::VersionAlreadyExists(_)) => self.own_entry(version, &entry).await,
+            other => other,
+        };
+        match written {
             Ok(()) => {
                 self.version = version;
                 self.committed.insert(app.to_owned(), mark);
@@ -147,9 +164,37 @@ impl HeldTable {
                 }
                 match e {
                     TransactionError::VersionAlreadyExists(_) => Ok(None),
-                    other => Err(error(DeltaTableError::from(other), "committing")),
+                    other => {
+                        self.unsure = true;
+                        Err(error(DeltaTableError::from(other), "committing"))
+                    }
                 }
             }
+        }
+    }
+}
+
+impl HeldTable {
+    /// After a create of `version` met an existing entry: `Ok` when that entry is byte for
+    /// byte the one this commit wrote (its own earlier try landed), `VersionAlreadyExists`
+    /// when it is another writer's. A failed read is an error the call fails on, and the next
+    /// call reloads the log ([`HeldTable::is_unsure`]).
+    async fn own_entry(
+        &mut self,
+        version: u64,
+        entry: &CommitOrBytes,
+    ) -> Result<(), TransactionError> {
+        let taken = || TransactionError::VersionAlreadyExists(version);
+        let CommitOrBytes::LogBytes(ours) = entry else {
+            return Err(taken());
+        };
+        match self.table.log_store().read_commit_entry(version).await {
+            Ok(Some(held)) if held == *ours => Ok(()),
+            Ok(_) => Err(taken()),
+            Err(e) => Err(TransactionError::LogStoreError {
+                msg: format!("reading log entry {version} after its create met it"),
+                source: Box::new(e),
+            }),
         }
     }
 }

@@ -363,6 +363,11 @@ impl Sink for DeltaSink {
             let mut guard = self.table().await?;
             let held = loaded(&mut guard)?;
             let mut done = false;
+            // After a commit that failed without an answer (its entry may have landed), the
+            // log is read again: a redelivery of that batch is then told already present.
+            if held.is_unsure() {
+                held.reload().await?;
+            }
             // Versions only grow: what the instance knows of the table (its loaded state and
             // its own commits since) already covering the batch proves it is committed,
             // without reading the log.
