@@ -22,6 +22,7 @@ use pico_sink::Sink;
 use tokio::task::JoinSet;
 
 use crate::fault::{FaultMode, FaultSwitch, Flaky};
+use crate::target::SinkUnderTest;
 
 use super::{
     Ctx, MAX_RESTARTS, RUNTIME_BATCH, ScenarioError, SuiteSize, TOPIC, deliver, open, sample_batch,
@@ -55,16 +56,20 @@ pub fn planned(size: SuiteSize) -> u64 {
 /// The most requests of one `open` cut in turn, one per fresh sink.
 const OPEN_CUTS: u32 = 16;
 
+/// A new sink instance, built and not opened.
+async fn built(ctx: &Ctx<'_>) -> Result<SinkUnderTest, ScenarioError> {
+    ctx.dest
+        .sink(&ctx.isolation)
+        .await
+        .map_err(|e| ScenarioError::Failed(format!("building the sink: {e}")))
+}
+
 /// Opens a sink under random faults and delivers the batches over [`PARTITIONS`] partitions.
 pub async fn run(ctx: &mut Ctx<'_>) -> Result<(), ScenarioError> {
     if let Some(note) = open_under_cuts(ctx).await? {
         ctx.notes.push(note);
     }
-    let under_test = ctx
-        .dest
-        .sink(&ctx.isolation)
-        .await
-        .map_err(|e| ScenarioError::Failed(format!("building the sink: {e}")))?;
+    let under_test = built(ctx).await?;
     let Some(faults) = under_test.faults.clone() else {
         return Err(ScenarioError::NotApplicable(
             "no fault path between sink and destination".into(),
@@ -197,11 +202,7 @@ async fn open_under_cuts(ctx: &Ctx<'_>) -> Result<Option<String>, ScenarioError>
     let (mut retryable, mut absorbed) = (Vec::new(), Vec::new());
     let mut needed = None;
     for nth in 1..=OPEN_CUTS {
-        let under_test = ctx
-            .dest
-            .sink(&ctx.isolation)
-            .await
-            .map_err(|e| ScenarioError::Failed(format!("building the sink: {e}")))?;
+        let under_test = built(ctx).await?;
         let Some(faults) = under_test.faults.clone() else {
             return Ok(None);
         };
